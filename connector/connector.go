@@ -1,0 +1,132 @@
+// Package connector defines the interfaces that weir's sources and sinks
+// implement, and the registry the configuration finds them in.
+//
+// The runtime (package pipeline) owns every goroutine and every acknowledgement:
+// a source only reads and commits positions, a sink only writes and makes its
+// writes durable. Neither touches AckRefs. That keeps connectors small and puts
+// the delivery guarantee in one place.
+//
+// Each connector must pass the shared conformance suite in connector/conformance.
+package connector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/weir-etl/weir/checkpoint"
+	"github.com/weir-etl/weir/record"
+)
+
+// Batch is one poll batch: records of a single partition, in order, and the
+// position just after the last of them.
+type Batch struct {
+	Partition checkpoint.Partition
+	// End is the position to commit once this batch and every batch before it
+	// in the partition are delivered: for Kafka the next offset to read, for a
+	// file the byte offset after the batch's last complete line.
+	End     checkpoint.Position
+	Records []record.Record
+}
+
+// Reset empties b, keeping its capacity.
+func (b *Batch) Reset() {
+	clear(b.Records)
+	*b = Batch{Records: b.Records[:0]}
+}
+
+// Commit is a position the source must persist for a partition: every record
+// before it is durable in every sink it was routed to.
+type Commit struct {
+	Partition checkpoint.Partition
+	Position  checkpoint.Position
+}
+
+// Host is what the runtime offers a source. Its methods must be called from
+// the goroutine that calls Poll (inside Open or Poll), except where noted.
+type Host interface {
+	// Assign registers a partition the source now owns, under a name that is
+	// stable across restarts ("orders/3", a file's identity), reading from start.
+	// It returns the partition's id for Batch.Partition and Commit. Assigning
+	// a partition that is already assigned starts a new epoch.
+	Assign(name string, start checkpoint.Position) checkpoint.Partition
+	// Revoke gives a partition up gracefully: no more batches of it will be
+	// polled; Revoke waits, up to the configured drain timeout or ctx, for the
+	// batches in flight to resolve, commits its final watermark through
+	// Source.Commit, and then forgets it. Acknowledgements still in flight
+	// afterwards are stale and never committed.
+	Revoke(ctx context.Context, p checkpoint.Partition) error
+	// Lost forgets a partition at once, committing nothing (the source no longer
+	// owns it, e.g. a Kafka session expired).
+	Lost(p checkpoint.Partition)
+	// Logger returns the source's logger.
+	Logger() *slog.Logger
+}
+
+// Source reads records from partitioned input.
+//
+// Poll is called from one goroutine. Commit and Seek are called from the
+// runtime's checkpointer goroutine, possibly while Poll is blocked, and must be
+// safe for that. Close is called once, after the last Poll returned.
+type Source interface {
+	// Open connects, finds or is assigned its partitions (reporting each through
+	// h.Assign at its committed position), and gets ready to Poll.
+	Open(ctx context.Context, h Host) error
+	// Poll fills b with the next batch of one partition and returns nil, or
+	// returns ErrEndOfInput when a finite source has nothing more to read. It
+	// blocks until there is data or ctx is done. An empty batch is allowed (it
+	// may carry a position that advances past skipped input).
+	Poll(ctx context.Context, b *Batch) error
+	// Commit durably records positions. When it fails the runtime retries the
+	// same (or newer) positions later. Commits for one partition never regress.
+	Commit(ctx context.Context, commits []Commit) error
+	// Seek makes the next batches of p start at pos again: the runtime rewinds a
+	// partition to its watermark to replay failed data. After Seek the runtime
+	// starts a new epoch for p (Host.Assign is not needed).
+	Seek(ctx context.Context, p checkpoint.Partition, pos checkpoint.Position) error
+	// Close releases the source's resources.
+	Close(ctx context.Context) error
+}
+
+// ErrEndOfInput is returned by Poll when a finite source has been read to the end.
+var ErrEndOfInput = errors.New("connector: end of input")
+
+// Sink writes records to a destination.
+//
+// The runtime calls a sink from one goroutine. It hands records to Write and
+// calls Flush when a group should become durable (by count, size or age, the
+// sink's batching settings); only after Flush returns nil does it acknowledge
+// the group's records. When Write or Flush fails, the runtime calls Abort and,
+// per the failure policy, writes the same records again, sends them to a dead
+// letter sink, or halts. So a sink must make a group all-or-nothing where it
+// can (a temp file renamed on Flush, a transaction committed on Flush) and must
+// never report success for data that is not durable.
+type Sink interface {
+	// Open connects and prepares the first group.
+	Open(ctx context.Context) error
+	// Write adds records to the current group. The records are not durable yet.
+	// A record the sink can never write returns a *RejectError naming it;
+	// records before it were accepted, records after it were not.
+	Write(ctx context.Context, recs []record.Record) error
+	// Flush makes the current group durable and visible, then starts a new one.
+	Flush(ctx context.Context) error
+	// Abort discards the current group after a failed Write or Flush.
+	Abort(ctx context.Context) error
+	// Close flushes nothing: the runtime calls Flush first if it wants to.
+	Close(ctx context.Context) error
+}
+
+// RejectError is returned by Sink.Write for a record that can never be
+// written as it is (it cannot be encoded in the sink's format, say). Replay will
+// not help, so the record resolves as Rejected and the failure policy decides.
+type RejectError struct {
+	Index int // index in the slice passed to Write
+	Err   error
+}
+
+func (e *RejectError) Error() string {
+	return fmt.Sprintf("connector: record %d rejected: %v", e.Index, e.Err)
+}
+
+func (e *RejectError) Unwrap() error { return e.Err }

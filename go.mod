@@ -1,0 +1,5 @@
+module github.com/weir-etl/weir
+
+go 1.26
+
+require pgregory.net/rapid v1.3.0 // indirect

@@ -1,0 +1,171 @@
+// Package record defines the unit of data that flows through a weir pipeline.
+//
+// A Record is bytes plus metadata until a transform needs its fields: the value
+// is decoded lazily, at most once, and re-encoded only if a transform changed it.
+// Every record carries an acknowledgement reference (checkpoint.AckRef) to the
+// source poll batch it came from; whoever consumes a record (a filter that drops
+// it, a sink that wrote it) must release that reference exactly once.
+package record
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/weir-etl/weir/checkpoint"
+)
+
+// Header is one record header (a Kafka header, for example).
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Meta is one piece of source metadata, such as "topic" or "path".
+type Meta struct {
+	Key, Value string
+}
+
+// Origin says where a record was read.
+type Origin struct {
+	Source    string // the source component's name in the pipeline
+	Partition string // the source's name for the partition ("orders/3", a file)
+	Offset    int64  // the record's own position in the partition
+}
+
+// Record is one record in flight.
+type Record struct {
+	Key     []byte
+	Headers []Header
+	Meta    []Meta
+	Time    time.Time
+	Origin  Origin
+
+	// Ack is the record's reference to its source batch. The runtime sets it;
+	// transforms clone and release it through the helpers of package pipeline.
+	Ack checkpoint.AckRef
+
+	value   []byte
+	fields  map[string]any
+	state   valueState
+	decoErr error
+}
+
+type valueState uint8
+
+const (
+	bytesOnly   valueState = iota // value holds the record; not decoded yet
+	decoded                       // fields and value agree
+	fieldsDirty                   // fields changed; value is out of date
+	undecodable                   // decoding failed; decoErr says why
+)
+
+// ErrNotObject is returned by Fields when the value is valid JSON but not an object.
+var ErrNotObject = errors.New("record: value is not a JSON object")
+
+// New returns a record holding value. The record keeps value; the caller must
+// not change it afterwards.
+func New(value []byte) Record { return Record{value: value} }
+
+// Value returns the record's bytes, encoding its fields first if a transform
+// changed them. The result must not be modified.
+func (r *Record) Value() ([]byte, error) {
+	if r.state == fieldsDirty {
+		b, err := json.Marshal(r.fields)
+		if err != nil {
+			return nil, fmt.Errorf("record: encoding fields: %w", err)
+		}
+		r.value = b
+		r.state = decoded
+	}
+	return r.value, nil
+}
+
+// SetValue replaces the record's bytes and forgets any decoded fields.
+func (r *Record) SetValue(b []byte) {
+	r.value, r.fields, r.state, r.decoErr = b, nil, bytesOnly, nil
+}
+
+// Fields returns the record's value decoded as a JSON object, decoding it on
+// the first call only. The map belongs to the record: a transform that changes
+// it must call MarkChanged (or use SetField / DeleteField).
+func (r *Record) Fields() (map[string]any, error) {
+	switch r.state {
+	case decoded, fieldsDirty:
+		return r.fields, nil
+	case undecodable:
+		return nil, r.decoErr
+	}
+	var v any
+	if err := json.Unmarshal(r.value, &v); err != nil {
+		r.state, r.decoErr = undecodable, fmt.Errorf("record: value is not JSON: %w", err)
+		return nil, r.decoErr
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		r.state, r.decoErr = undecodable, ErrNotObject
+		return nil, r.decoErr
+	}
+	r.fields, r.state = m, decoded
+	return m, nil
+}
+
+// SetFields replaces the record's fields; the value is re-encoded when asked for.
+// Sources that parse structured formats themselves (CSV) use it.
+func (r *Record) SetFields(m map[string]any) {
+	r.fields, r.state, r.decoErr = m, fieldsDirty, nil
+}
+
+// MarkChanged says that the map returned by Fields was modified in place.
+func (r *Record) MarkChanged() {
+	if r.state == decoded {
+		r.state = fieldsDirty
+	}
+}
+
+// Decoded reports whether the value has been decoded into fields.
+func (r *Record) Decoded() bool { return r.state == decoded || r.state == fieldsDirty }
+
+// Size returns an estimate of the record's memory, for in-flight byte limits.
+func (r *Record) Size() int {
+	n := len(r.value) + len(r.Key) + 64
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
+// CloneData returns a copy of r that shares its bytes but not its fields map,
+// with a zero Ack. Fan-out (flat_map, routing) uses it before attaching a clone
+// of the reference.
+func (r *Record) CloneData() Record {
+	c := *r
+	c.Ack = checkpoint.AckRef{}
+	if r.fields != nil {
+		c.fields = deepCopyMap(r.fields)
+	}
+	return c
+}
+
+func deepCopyMap(m map[string]any) map[string]any {
+	c := make(map[string]any, len(m))
+	for k, v := range m {
+		c[k] = deepCopy(v)
+	}
+	return c
+}
+
+func deepCopy(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		return deepCopyMap(t)
+	case []any:
+		c := make([]any, len(t))
+		for i, e := range t {
+			c[i] = deepCopy(e)
+		}
+		return c
+	}
+	return v
+}
