@@ -1,0 +1,33 @@
+// Package transform holds weir's record transforms: filter, map, flat_map and
+// route. Transforms work on record fields and know nothing of acknowledgements:
+// the runtime (package pipeline) gives each output a reference of its input's
+// batch, releases the input's reference when a record is dropped, and resolves
+// a record as Rejected when Process returns an error.
+package transform
+
+import "github.com/weir-etl/weir/record"
+
+// Transform turns one record into zero or more.
+//
+// Process appends to out the records that in becomes and returns out. A filter
+// appends nothing to drop a record; a map modifies *in and appends it; a
+// flat_map appends several records built with in.CloneData(). Outputs must have
+// a zero Ack: the runtime attaches references. An error means the record cannot
+// be processed (a field of the wrong type): the runtime resolves it as Rejected
+// and applies the failure policy.
+//
+// A Transform may be called from several goroutines at once; it must not keep
+// per-record state.
+type Transform interface {
+	Process(in *record.Record, out []record.Record) ([]record.Record, error)
+}
+
+// Router is a transform with named outputs ("route"). Downstream components
+// name an output as "<route name>.<output name>".
+type Router interface {
+	// Outputs returns the output names, in the order Route refers to them.
+	Outputs() []string
+	// Route appends to dst the index of every output whose condition in
+	// matches, and returns dst. Matching none drops the record.
+	Route(in *record.Record, dst []int) ([]int, error)
+}
