@@ -1,0 +1,178 @@
+// Package config loads a pipeline file (YAML) into a *pipeline.Spec.
+//
+// Loading is two passes. The first reads the whole file and checks everything
+// it can without creating anything: component types, every option (decoded
+// strictly into the connector's configuration struct and validated), the
+// expressions of transforms, and the graph of inputs. It collects every problem
+// rather than stopping at the first, so a user fixes a file in one go; when
+// there is any, Load returns them all as *Errors. Only a file without problems
+// reaches the second pass, which builds the sources, sinks and transforms.
+//
+// ${NAME} and ${NAME:-default} in any value are replaced from the environment
+// before decoding. Such values are treated as secrets: errors show the
+// ${NAME} reference, never the value. docs/config.md describes the schema.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/weir-etl/weir/pipeline"
+)
+
+// The defaults of settings a file leaves out. The spec carries them
+// explicitly, so that what `weir validate` shows is what runs.
+const (
+	defaultCommitInterval     = 5 * time.Second
+	defaultShutdownTimeout    = 30 * time.Second
+	defaultDrainTimeout       = 30 * time.Second
+	defaultStallWarning       = 60 * time.Second
+	defaultMaxInFlightBatches = 1024
+	defaultMaxInFlightBytes   = 64 << 20
+	defaultMetricsAddress     = "127.0.0.1:9464"
+
+	defaultBatchMaxRecords = 10000
+	defaultBatchMaxBytes   = 8 << 20
+	defaultBatchMaxAge     = time.Second
+
+	defaultRetryMaxAttempts    = 5
+	defaultRetryInitialBackoff = 100 * time.Millisecond
+	defaultRetryMaxBackoff     = 10 * time.Second
+	defaultRetryMaxElapsed     = time.Minute
+)
+
+// Load reads and loads the pipeline file at path. When the file is invalid
+// the error is a *Errors holding every problem found.
+func Load(path string) (*pipeline.Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse loads a pipeline from data; name is the file name used in errors.
+// Environment variables are read with os.LookupEnv.
+func Parse(name string, data []byte) (*pipeline.Spec, error) {
+	return parse(name, data, os.LookupEnv)
+}
+
+// Validate loads the pipeline file at path and returns every problem found,
+// or nil if there is none. It is what `weir validate` prints.
+func Validate(path string) []error {
+	_, err := Load(path)
+	if err == nil {
+		return nil
+	}
+	var es *Errors
+	if errors.As(err, &es) {
+		return es.Unwrap()
+	}
+	return []error{err}
+}
+
+// loader holds the state of one Parse.
+type loader struct {
+	file   string
+	lookup func(string) (string, bool)
+	errs   []*Error
+
+	// original maps a scalar whose value was substituted to the text the
+	// file wrote, which is what errors show.
+	original map[*yaml.Node]string
+	// secrets are the substituted values, redacted from every message.
+	secrets []secret
+}
+
+func (l *loader) errorf(n *yaml.Node, field, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	line := 0
+	if n != nil {
+		line = n.Line
+		if orig, ok := l.original[n]; ok {
+			msg = strings.ReplaceAll(msg, strconv.Quote(n.Value), strconv.Quote(orig))
+		}
+	}
+	l.add(line, field, msg)
+}
+
+func (l *loader) errorAt(line int, field, format string, args ...any) {
+	l.add(line, field, fmt.Sprintf(format, args...))
+}
+
+func (l *loader) add(line int, field, msg string) {
+	l.errs = append(l.errs, &Error{File: l.file, Line: line, Field: field, Msg: l.redact(msg)})
+}
+
+// redact replaces every substituted value in msg by its ${NAME} reference.
+// Messages from connectors and libraries may quote a value in any way, so this
+// is the last line of defence; values shorter than four characters are only
+// replaced where they appear quoted whole, since replacing "80" everywhere
+// would garble line numbers and is no secret worth keeping.
+func (l *loader) redact(msg string) string {
+	for _, s := range l.secrets {
+		msg = strings.ReplaceAll(msg, strconv.Quote(s.value), strconv.Quote(s.ref))
+		if len(s.value) >= 4 {
+			msg = strings.ReplaceAll(msg, s.value, s.ref)
+		}
+	}
+	return msg
+}
+
+func (l *loader) result() error {
+	if len(l.errs) == 0 {
+		return nil
+	}
+	sort.SliceStable(l.errs, func(i, j int) bool { return l.errs[i].Line < l.errs[j].Line })
+	return &Errors{File: l.file, List: l.errs}
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
+
+func parse(name string, data []byte, lookup func(string) (string, bool)) (*pipeline.Spec, error) {
+	l := &loader{file: name, lookup: lookup, original: make(map[*yaml.Node]string)}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		// The file is parsed before substitution, so a syntax error cannot
+		// contain a secret.
+		msg := err.Error()
+		line := 0
+		if m := yamlLine.FindStringSubmatch(msg); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			msg = msg[len(m[0]):]
+		} else {
+			msg = strings.TrimPrefix(msg, "yaml: ")
+		}
+		l.errorAt(line, "", "not valid YAML: %s", msg)
+		return nil, l.result()
+	}
+	if len(doc.Content) == 0 {
+		l.errorAt(0, "", "the file is empty: a pipeline needs sources and sinks (see docs/config.md)")
+		return nil, l.result()
+	}
+	root := resolve(doc.Content[0])
+	if root.Kind != yaml.MappingNode {
+		l.errorf(root, "", "the file must be a mapping with sources, transforms, sinks, checkpoint and metrics; got %s", l.describe(root))
+		return nil, l.result()
+	}
+	l.substituteTree(root, "")
+
+	p := &pipelineFile{loader: l, names: make(map[string]nameUse)}
+	p.read(root)
+	if len(l.errs) > 0 {
+		return nil, l.result()
+	}
+	spec := p.build()
+	if err := l.result(); err != nil {
+		return nil, err
+	}
+	return spec, nil
+}

@@ -1,0 +1,334 @@
+package config
+
+import (
+	"encoding"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+var (
+	unmarshalerType     = reflect.TypeFor[yaml.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+	durationType        = reflect.TypeFor[time.Duration]()
+)
+
+// decode decodes n into v (addressable) strictly: an option that v has no
+// field for is an error naming the valid ones. Every problem is recorded,
+// each at its own line; decoding goes on past a bad option.
+func (l *loader) decode(n *yaml.Node, v reflect.Value, field string) {
+	n = resolve(n)
+	if isNull(n) {
+		return // ~ or nothing: keep the default
+	}
+	if v.CanAddr() {
+		p := v.Addr()
+		if p.Type().Implements(unmarshalerType) || (p.Type().Implements(textUnmarshalerType) && n.Kind == yaml.ScalarNode) {
+			if err := n.Decode(p.Interface()); err != nil {
+				l.errorf(n, field, "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+			}
+			return
+		}
+	}
+	if v.Type() == durationType {
+		// yaml.v3 reads a bare 5 as 5 nanoseconds; require a unit instead.
+		if n.Kind != yaml.ScalarNode {
+			l.errorf(n, field, "must be a duration, like 5s or 100ms")
+			return
+		}
+		d, err := ParseDuration(n.Value)
+		if err != nil {
+			l.errorf(n, field, "%s", err)
+			return
+		}
+		v.SetInt(int64(d))
+		return
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		l.decodeStruct(n, v, field)
+	case reflect.Pointer:
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		l.decode(n, v.Elem(), field)
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			l.errorf(n, field, "must be a list, like [a, b]; got %s", l.describe(n))
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, c := range n.Content {
+			l.decode(c, s.Index(i), fmt.Sprintf("%s[%d]", field, i))
+		}
+		v.Set(s)
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			l.errorf(n, field, "must be a mapping of name: value; got %s", l.describe(n))
+			return
+		}
+		if v.Type().Key().Kind() != reflect.String {
+			if err := n.Decode(v.Addr().Interface()); err != nil {
+				l.errorf(n, field, "is not valid here")
+			}
+			return
+		}
+		if v.IsNil() {
+			v.Set(reflect.MakeMap(v.Type()))
+		}
+		l.eachPair(n, field, func(k, val *yaml.Node) {
+			e := reflect.New(v.Type().Elem()).Elem()
+			l.decode(val, e, join(field, k.Value))
+			v.SetMapIndex(reflect.ValueOf(k.Value).Convert(v.Type().Key()), e)
+		})
+	case reflect.Interface:
+		var x any
+		if err := n.Decode(&x); err != nil {
+			l.errorf(n, field, "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+			return
+		}
+		if x != nil {
+			v.Set(reflect.ValueOf(x))
+		}
+	default:
+		l.decodeScalar(n, v, field)
+	}
+}
+
+func (l *loader) decodeScalar(n *yaml.Node, v reflect.Value, field string) {
+	want := kindName(v.Type())
+	if n.Kind != yaml.ScalarNode {
+		l.errorf(n, field, "must be %s; got %s", want, l.describe(n))
+		return
+	}
+	// yaml.v3's own message quotes the value, which may be a secret: say it
+	// here instead, with the value shown as the file wrote it.
+	if err := n.Decode(v.Addr().Interface()); err != nil {
+		l.errorf(n, field, "%s is not %s", l.show(n), want)
+	}
+}
+
+func kindName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "a whole number"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number, 0 or more"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	}
+	return "a " + t.String()
+}
+
+// structField is one option of a configuration struct.
+type structField struct {
+	name  string
+	index []int
+}
+
+// optionsOf lists the options of struct type t by their YAML names, following
+// inline and embedded structs as yaml.v3 does.
+func optionsOf(t reflect.Type) []structField {
+	var out []structField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("yaml")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		inline := strings.Contains(","+opts+",", ",inline,")
+		if (inline || (f.Anonymous && tag == "")) && f.Type.Kind() == reflect.Struct {
+			for _, sub := range optionsOf(f.Type) {
+				sub.index = append([]int{i}, sub.index...)
+				out = append(out, sub)
+			}
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		out = append(out, structField{name: name, index: []int{i}})
+	}
+	return out
+}
+
+func optionNames(fs []structField) []string {
+	names := make([]string, len(fs))
+	for i, f := range fs {
+		names[i] = f.name
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (l *loader) decodeStruct(n *yaml.Node, v reflect.Value, field string) {
+	if n.Kind != yaml.MappingNode {
+		l.errorf(n, field, "must be a mapping of options; got %s", l.describe(n))
+		return
+	}
+	fs := optionsOf(v.Type())
+	byName := make(map[string]structField, len(fs))
+	for _, f := range fs {
+		byName[f.name] = f
+	}
+	l.eachPair(n, field, func(k, val *yaml.Node) {
+		f, ok := byName[k.Value]
+		if !ok {
+			l.unknownOption(k, field, optionNames(fs))
+			return
+		}
+		l.decode(val, v.FieldByIndex(f.index), join(field, k.Value))
+	})
+}
+
+// unknownOption reports key k, which is not among valid.
+func (l *loader) unknownOption(k *yaml.Node, field string, valid []string) {
+	msg := fmt.Sprintf("unknown option %q", k.Value)
+	if s := closest(k.Value, valid); s != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	if len(valid) == 0 {
+		msg += "; this component takes no options"
+	} else {
+		msg += "; valid options: " + strings.Join(valid, ", ")
+	}
+	l.errorf(k, field, "%s", msg)
+}
+
+// eachPair calls f for each key and value of mapping n, reporting keys that
+// are not plain strings or that appear twice (yaml.v3 reports duplicates only
+// when decoding into a map, and this loader walks nodes itself).
+func (l *loader) eachPair(n *yaml.Node, field string, f func(k, v *yaml.Node)) {
+	seen := make(map[string]int)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := resolve(n.Content[i]), n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			l.errorf(k, field, "a key must be a plain name, not %s", l.describe(k))
+			continue
+		}
+		if k.Value == "<<" {
+			l.errorf(k, field, "merge keys (<<) are not supported: write the options out, or use an alias for a whole value")
+			continue
+		}
+		if prev, dup := seen[k.Value]; dup {
+			l.errorf(k, join(field, k.Value), "is set twice (first on line %d); remove one", prev)
+			continue
+		}
+		seen[k.Value] = k.Line
+		f(k, v)
+	}
+}
+
+// resolve follows an alias (*name) to the node it names.
+func resolve(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool {
+	return n == nil || (n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null")
+}
+
+// describe names the kind of n for an error, showing a scalar's value as the
+// file wrote it.
+func (l *loader) describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return l.show(n)
+	}
+	return "something else"
+}
+
+// show returns a scalar as the file wrote it: a value that came from the
+// environment shows as its ${NAME} reference, never as the value.
+func (l *loader) show(n *yaml.Node) string {
+	if orig, ok := l.original[n]; ok {
+		return fmt.Sprintf("%q", orig)
+	}
+	return fmt.Sprintf("%q", n.Value)
+}
+
+// validateConfig calls cfg's Validate method, if it has one, reporting each
+// FieldError at its option's line and anything else at the component.
+func (l *loader) validateConfig(cfg any, opts *yaml.Node, at *yaml.Node, field string) {
+	v, ok := cfg.(interface{ Validate() error })
+	if !ok {
+		return
+	}
+	err := v.Validate()
+	if err == nil {
+		return
+	}
+	for _, e := range flatten(err) {
+		var fe *FieldError
+		if errors.As(e, &fe) {
+			n := findOption(opts, fe.Field)
+			if n == nil {
+				n = at
+			}
+			l.errorf(n, join(field, fe.Field), "%s", fe.Msg)
+			continue
+		}
+		l.errorf(at, field, "%s", e)
+	}
+}
+
+func flatten(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+// findOption returns the key node of the dotted option path in mapping n.
+func findOption(n *yaml.Node, path string) *yaml.Node {
+	var key *yaml.Node
+	for _, seg := range strings.Split(path, ".") {
+		n = resolve(n)
+		if n == nil || n.Kind != yaml.MappingNode {
+			return key
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == seg {
+				key, next = n.Content[i], n.Content[i+1]
+				break
+			}
+		}
+		if next == nil {
+			return key
+		}
+		n = next
+	}
+	return key
+}
+
+func join(field, name string) string {
+	if field == "" {
+		return name
+	}
+	return field + "." + name
+}

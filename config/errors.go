@@ -1,0 +1,75 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Error is one problem in a pipeline file.
+type Error struct {
+	File  string
+	Line  int    // 1-based; 0 when the problem has no single place (an empty file)
+	Field string // the setting, as a dotted path: "sinks.out.batch.max_bytes"
+	Msg   string // what is wrong and how to fix it
+}
+
+// Error formats e as "file:line: field: message", the form editors and
+// terminals recognise as a place in a file.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	b.WriteString(": ")
+	if e.Field != "" {
+		b.WriteString(e.Field)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Errors is every problem found in a pipeline file. Load and Parse return it
+// whenever the file is invalid, so that a user fixes everything in one pass
+// instead of one error per run.
+type Errors struct {
+	File string
+	List []*Error // in the order of the file
+}
+
+// Error prints a summary line and then one problem per line.
+func (e *Errors) Error() string {
+	var b strings.Builder
+	n := len(e.List)
+	if n == 1 {
+		fmt.Fprintf(&b, "config: 1 problem in %s:", e.File)
+	} else {
+		fmt.Fprintf(&b, "config: %d problems in %s:", n, e.File)
+	}
+	for _, x := range e.List {
+		b.WriteString("\n")
+		b.WriteString(x.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the problems, for errors.As and errors.Is.
+func (e *Errors) Unwrap() []error {
+	out := make([]error, len(e.List))
+	for i, x := range e.List {
+		out[i] = x
+	}
+	return out
+}
+
+// FieldError is what a connector configuration's Validate method may return
+// (alone, or several joined with errors.Join) to name the option at fault; the
+// loader then reports the option's own line. Field is the option's name as
+// written in the file, dotted for nested options ("tls.ca_file").
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return "config: " + e.Field + ": " + e.Msg }

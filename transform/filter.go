@@ -1,0 +1,44 @@
+package transform
+
+import (
+	"github.com/weir-etl/weir/checkpoint"
+	"github.com/weir-etl/weir/record"
+)
+
+// Filter keeps the records for which its condition is true and drops the
+// others ("filter").
+type Filter struct {
+	cond *Expr
+}
+
+// NewFilter compiles condition, which must give a bool (see CompileCondition).
+func NewFilter(condition string) (*Filter, error) {
+	c, err := CompileCondition("filter condition", condition)
+	if err != nil {
+		return nil, err
+	}
+	return &Filter{cond: c}, nil
+}
+
+// Process appends in to out if the condition holds for it.
+func (f *Filter) Process(in *record.Record, out []record.Record) ([]record.Record, error) {
+	fields, err := fieldsFor(in, f.cond.needs)
+	if err != nil {
+		return out, err
+	}
+	e := getEnv(in)
+	keep, err := e.evalBool(f.cond, fields)
+	putEnv(e)
+	if err != nil || !keep {
+		return out, err
+	}
+	return appendPassed(out, in), nil
+}
+
+// appendPassed appends in itself as an output. The runtime attaches the
+// references of outputs, so the copy must not carry in's.
+func appendPassed(out []record.Record, in *record.Record) []record.Record {
+	out = append(out, *in)
+	out[len(out)-1].Ack = checkpoint.AckRef{}
+	return out
+}

@@ -1,0 +1,107 @@
+package transform
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+
+	"github.com/weir-etl/weir/checkpoint"
+	"github.com/weir-etl/weir/record"
+)
+
+// FlatMapConfig configures a flat_map transform.
+type FlatMapConfig struct {
+	// Explode is an expression giving an array, most often a field ("items").
+	Explode string
+	// As is the field (a dotted path) that receives an element that is not an
+	// object. The default is Explode itself when Explode is a field path, so
+	// that `explode: tags` turns {"id":1,"tags":["a","b"]} into
+	// {"id":1,"tags":"a"} and {"id":1,"tags":"b"}; otherwise "value".
+	As string
+}
+
+// FlatMap turns a record into one record per element of an array
+// ("flat_map"). An element that is an object becomes the new record's fields;
+// any other element is stored under As in a copy of the parent's fields. An
+// empty or null array drops the record. The new records keep the parent's key,
+// headers, metadata, time and origin.
+type FlatMap struct {
+	explode *Expr
+	as      path
+}
+
+// DefaultAs is the field that receives non-object elements when Explode is
+// not a field path and As is not given.
+const DefaultAs = "value"
+
+var fieldPath = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
+
+// NewFlatMap compiles cfg.
+func NewFlatMap(cfg FlatMapConfig) (*FlatMap, error) {
+	x, err := Compile("flat_map explode", cfg.Explode)
+	if err != nil {
+		return nil, err
+	}
+	as := cfg.As
+	if as == "" {
+		as = DefaultAs
+		if fieldPath.MatchString(cfg.Explode) && x.needs&needReserved == 0 {
+			as = cfg.Explode
+		}
+	}
+	p, err := parsePath(as)
+	if err != nil {
+		return nil, err
+	}
+	return &FlatMap{explode: x, as: p}, nil
+}
+
+// Process appends one record per element of the exploded array.
+func (f *FlatMap) Process(in *record.Record, out []record.Record) ([]record.Record, error) {
+	// The parent's fields are needed for non-object elements even when the
+	// expression does not read them; decoding once here serves both.
+	fields, err := in.Fields()
+	if err != nil {
+		return out, fmt.Errorf("transform: flat_map: %w", err)
+	}
+	e := getEnv(in)
+	v, err := e.eval(f.explode, fields)
+	putEnv(e)
+	if err != nil {
+		return out, err
+	}
+	var elems []any
+	switch t := v.(type) {
+	case nil:
+		return out, nil
+	case []any:
+		elems = t
+	default:
+		rv := reflect.ValueOf(v)
+		if rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
+			return out, fmt.Errorf("transform: flat_map explode: expression %q gave %s, not an array", f.explode.src, kindOf(v))
+		}
+		elems = make([]any, rv.Len())
+		for i := range elems {
+			elems[i] = rv.Index(i).Interface()
+		}
+	}
+	for _, el := range elems {
+		var m map[string]any
+		if obj, ok := el.(map[string]any); ok {
+			m = deepCopyMap(obj)
+		} else {
+			m = deepCopyMap(fields)
+			if err := f.as.set(m, deepCopy(el)); err != nil {
+				return out, err
+			}
+		}
+		// Each output copies the parent's metadata; its own fields make its
+		// value, and the runtime attaches its reference.
+		c := *in
+		c.Ack = checkpoint.AckRef{}
+		c.SetFields(m)
+		out = append(out, c)
+	}
+	return out, nil
+}
