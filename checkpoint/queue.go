@@ -61,6 +61,11 @@ func newQueue() *queue {
 
 // push appends n and wakes the consumer. It never blocks.
 func (q *queue) push(n *node) {
+	if seededBug(bugSignalBeforeLink) { // model checks only (seeded.go)
+		q.wake.Signal()
+		q.link(n)
+		return
+	}
 	q.link(n)
 	q.wake.Signal()
 }

@@ -66,9 +66,12 @@ type Host interface {
 
 // Source reads records from partitioned input.
 //
-// Poll is called from one goroutine. Commit and Seek are called from the
-// runtime's checkpointer goroutine, possibly while Poll is blocked, and must be
-// safe for that. Close is called once, after the last Poll returned.
+// Poll is called from one goroutine. Commit is called from the runtime's
+// checkpointer goroutine, possibly while Poll is blocked, and must be safe for
+// that. Seek is called between Polls from the polling goroutine (a rewind must
+// start its new epoch before the next batch is issued), but a source should be
+// safe for it from any goroutine. Close is called once, after the last Poll
+// returned.
 type Source interface {
 	// Open connects, finds or is assigned its partitions (reporting each through
 	// h.Assign at its committed position), and gets ready to Poll.

@@ -1,0 +1,197 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weir-etl/weir/checkpoint"
+	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/pipeline"
+	"github.com/weir-etl/weir/record"
+	"github.com/weir-etl/weir/source/generate"
+)
+
+// SinkHarness builds instances of the sink under test and reads back what
+// they made durable.
+type SinkHarness struct {
+	New func(t *testing.T) connector.Sink
+	// Count returns how many records s made durable.
+	Count func(t *testing.T, s connector.Sink) int
+	// Written returns the values s made durable, as the destination shows
+	// them. Nil for a sink that keeps nothing (blackhole).
+	Written func(t *testing.T, s connector.Sink) [][]byte
+}
+
+func recs(vals ...string) []record.Record {
+	out := make([]record.Record, len(vals))
+	for i, v := range vals {
+		out[i] = record.New([]byte(v))
+	}
+	return out
+}
+
+// TestSink runs the sink suite.
+func TestSink(t *testing.T, h SinkHarness) {
+	t.Run("FlushedIsDurableAbortedIsNot", func(t *testing.T) {
+		ctx := context.Background()
+		s := h.New(t)
+		if err := s.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close(ctx)
+		step := func(vals []string, flush bool) {
+			if err := s.Write(ctx, recs(vals...)); err != nil {
+				t.Fatalf("Write: %v", err)
+			}
+			var err error
+			if flush {
+				err = s.Flush(ctx)
+			} else {
+				err = s.Abort(ctx)
+			}
+			if err != nil {
+				t.Fatalf("Flush/Abort: %v", err)
+			}
+		}
+		step([]string{`{"n":1}`, `{"n":2}`}, true)
+		step([]string{`{"n":3}`}, false)
+		step([]string{`{"n":4}`}, true)
+		if got := h.Count(t, s); got != 3 {
+			t.Fatalf("durable records: %d, want 3 (two flushed groups, the aborted one never)", got)
+		}
+		if h.Written != nil {
+			got := h.Written(t, s)
+			want := []string{`{"n":1}`, `{"n":2}`, `{"n":4}`}
+			if len(got) != len(want) {
+				t.Fatalf("written %q, want %q", got, want)
+			}
+			for i := range want {
+				if !bytes.Equal(bytes.TrimSpace(got[i]), []byte(want[i])) {
+					t.Fatalf("written %q, want %q", got, want)
+				}
+			}
+		}
+	})
+	t.Run("RuntimeRewindsFailedWrites", func(t *testing.T) {
+		s := h.New(t)
+		var mu sync.Mutex
+		failed := 0
+		fs := &FaultSink{Sink: s, OnWrite: func(rs []record.Record) error {
+			mu.Lock()
+			defer mu.Unlock()
+			for i := range rs {
+				if rs[i].Origin.Offset == 120 && failed < 2 {
+					failed++
+					return errors.New("injected failure")
+				}
+			}
+			return nil
+		}}
+		src, err := generate.New("gen", generate.Config{Count: 200, Partitions: 1, BatchSize: 20, Template: generate.DefaultTemplate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp := &pipeline.Spec{
+			Sources: []pipeline.SourceSpec{{Name: "gen", Source: src}},
+			Sinks: []pipeline.SinkSpec{{Name: "out", Inputs: []string{"gen"}, Sink: fs, Acknowledgements: true,
+				Batch: pipeline.BatchSettings{MaxRecords: 20, MaxAge: 5 * time.Millisecond},
+				Retry: pipeline.RetrySettings{MaxAttempts: 2, InitialBackoff: time.Millisecond}}},
+			Checkpoint: pipeline.CheckpointSettings{CommitInterval: 10 * time.Millisecond},
+			Metrics:    pipeline.MetricsSettings{Address: "off"},
+		}
+		if err := pipeline.Run(context.Background(), sp, pipeline.WithLogger(slog.New(slog.DiscardHandler))); err != nil {
+			t.Fatal(err)
+		}
+		if got := src.Offsets().Get("gen/0"); got != 200 {
+			t.Fatalf("committed %d, want 200", got)
+		}
+		if got := h.Count(t, s); got < 200 {
+			t.Fatalf("durable records: %d, want at least 200", got)
+		}
+		if h.Written != nil {
+			have := map[string]bool{}
+			for _, v := range h.Written(t, s) {
+				have[string(bytes.TrimSpace(v))] = true
+			}
+			for i := range 200 {
+				if v := fmt.Sprintf(`{"id":%d,"seq":%d}`, i, i); !have[v] {
+					t.Fatalf("record %s never became durable", v)
+				}
+			}
+		}
+	})
+}
+
+// commitsWanted is how many partition commits testCommitsNeverRegress waits for.
+const commitsWanted = 5
+
+// commitRecorder wraps a source and fails the test when a partition's commit
+// goes backwards.
+type commitRecorder struct {
+	connector.Source
+	t    *testing.T
+	mu   sync.Mutex
+	last map[checkpoint.Partition]checkpoint.Position
+	n    int
+	// enough is called once n commits (of one partition each) were recorded.
+	enough func()
+}
+
+func (c *commitRecorder) Commit(ctx context.Context, cs []connector.Commit) error {
+	c.mu.Lock()
+	for _, m := range cs {
+		if prev, ok := c.last[m.Partition]; ok && m.Position < prev {
+			c.t.Errorf("commit of partition %d regressed from %d to %d", m.Partition, prev, m.Position)
+		}
+		c.last[m.Partition] = m.Position
+		if c.n++; c.n == commitsWanted && c.enough != nil {
+			c.enough()
+		}
+	}
+	c.mu.Unlock()
+	return c.Source.Commit(ctx, cs)
+}
+
+// testCommitsNeverRegress runs the source through the runtime, with a
+// failed write that forces a rewind, and checks every commit is monotonic.
+func testCommitsNeverRegress(t *testing.T, h SourceHarness) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Stop after enough commits rather than after a number of writes: the
+	// writes can all happen before the first commit tick.
+	rec := &commitRecorder{Source: h.New(t), t: t, last: map[checkpoint.Partition]checkpoint.Position{}, enough: cancel}
+	mem := &MemSink{}
+	var mu sync.Mutex
+	writes := 0
+	fs := &FaultSink{Sink: mem,
+		OnWrite: func([]record.Record) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if writes++; writes == 2 || writes == 3 {
+				return errors.New("injected failure")
+			}
+			return nil
+		}}
+	sp := &pipeline.Spec{
+		Sources: []pipeline.SourceSpec{{Name: "src", Source: rec}},
+		Sinks: []pipeline.SinkSpec{{Name: "out", Inputs: []string{"src"}, Sink: fs, Acknowledgements: true,
+			Batch: pipeline.BatchSettings{MaxRecords: 1, MaxAge: 5 * time.Millisecond},
+			Retry: pipeline.RetrySettings{MaxAttempts: 2, InitialBackoff: time.Millisecond}}},
+		Checkpoint: pipeline.CheckpointSettings{CommitInterval: 5 * time.Millisecond},
+		Metrics:    pipeline.MetricsSettings{Address: "off"},
+	}
+	if err := pipeline.Run(ctx, sp, pipeline.WithLogger(slog.New(slog.DiscardHandler))); err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.n < commitsWanted {
+		t.Fatalf("the runtime committed %d times before stopping, want %d", rec.n, commitsWanted)
+	}
+}

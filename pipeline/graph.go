@@ -1,0 +1,337 @@
+package pipeline
+
+import (
+	"strings"
+	"time"
+
+	"github.com/weir-etl/weir/transform"
+)
+
+// Defaults applied to zero settings.
+const (
+	DefaultMaxInFlightBatches = 1024
+	DefaultMaxInFlightBytes   = 64 << 20
+	DefaultBatchMaxRecords    = 10000
+	DefaultBatchMaxBytes      = 8 << 20
+	DefaultBatchMaxAge        = time.Second
+	DefaultRetryMaxAttempts   = 5
+	DefaultRetryInitial       = 100 * time.Millisecond
+	DefaultRetryMax           = 10 * time.Second
+	DefaultRetryMaxElapsed    = time.Minute
+	DefaultCommitInterval     = 5 * time.Second
+	DefaultShutdownTimeout    = 30 * time.Second
+	DefaultDrainTimeout       = 30 * time.Second
+	DefaultStallWarning       = 60 * time.Second
+	DefaultMetricsAddress     = "127.0.0.1:9464"
+)
+
+// target is one place a record goes next: a transform or a sink.
+type target struct {
+	sink bool
+	idx  int
+}
+
+// graph is a Spec compiled for the workers: every component's downstream
+// targets resolved to indexes, defaults filled in.
+type graph struct {
+	spec       Spec
+	sourceOut  [][]target // by source
+	transforms []compiledTransform
+	sinks      []SinkSpec
+	deadLetter []int // by sink: index of its dead letter sink, or -1
+}
+
+type compiledTransform struct {
+	name string
+	t    transform.Transform
+	r    transform.Router
+	outs [][]target // one per output (a Transform has one)
+}
+
+// compile checks s and resolves its edges. Every problem is an error wrapping
+// ErrSpec that names the component and field.
+func compile(s *Spec) (*graph, error) {
+	if s == nil {
+		return nil, specErr("spec is nil")
+	}
+	g := &graph{spec: *s}
+	sp := &g.spec
+	sp.Sources = append([]SourceSpec(nil), s.Sources...)
+	sp.Sinks = append([]SinkSpec(nil), s.Sinks...)
+	if len(sp.Sources) == 0 {
+		return nil, specErr("no sources: add at least one source")
+	}
+	if len(sp.Sinks) == 0 {
+		return nil, specErr("no sinks: add at least one sink")
+	}
+	kinds := map[string]string{}
+	claim := func(kind, name string) error {
+		if name == "" {
+			return specErr("a %s has no name: give every component a unique name", kind)
+		}
+		if strings.Contains(name, ".") {
+			return specErr("%s %q: names must not contain '.', which separates a route from its output", kind, name)
+		}
+		if k, dup := kinds[name]; dup {
+			return specErr("%s %q: the name is already used by a %s; names must be unique", kind, name, k)
+		}
+		kinds[name] = kind
+		return nil
+	}
+	srcIdx := map[string]int{}
+	for i := range sp.Sources {
+		ss := &sp.Sources[i]
+		if err := claim("source", ss.Name); err != nil {
+			return nil, err
+		}
+		if ss.Source == nil {
+			return nil, specErr("source %q: Source is nil", ss.Name)
+		}
+		if ss.MaxInFlightBatches < 0 || ss.MaxInFlightBytes < 0 {
+			return nil, specErr("source %q: in-flight limits must not be negative (0 means the default)", ss.Name)
+		}
+		if ss.MaxInFlightBatches == 0 {
+			ss.MaxInFlightBatches = DefaultMaxInFlightBatches
+		}
+		if ss.MaxInFlightBytes == 0 {
+			ss.MaxInFlightBytes = DefaultMaxInFlightBytes
+		}
+		srcIdx[ss.Name] = i
+	}
+	trIdx := map[string]int{}
+	g.transforms = make([]compiledTransform, len(s.Transforms))
+	for i, ts := range s.Transforms {
+		if err := claim("transform", ts.Name); err != nil {
+			return nil, err
+		}
+		if (ts.Transform == nil) == (ts.Router == nil) {
+			return nil, specErr("transform %q: set exactly one of Transform and Router", ts.Name)
+		}
+		ct := compiledTransform{name: ts.Name, t: ts.Transform, r: ts.Router}
+		if ts.Router != nil {
+			ct.outs = make([][]target, len(ts.Router.Outputs()))
+		} else {
+			ct.outs = make([][]target, 1)
+		}
+		g.transforms[i] = ct
+		trIdx[ts.Name] = i
+	}
+	sinkIdx := map[string]int{}
+	for i := range sp.Sinks {
+		sk := &sp.Sinks[i]
+		if err := claim("sink", sk.Name); err != nil {
+			return nil, err
+		}
+		if sk.Sink == nil {
+			return nil, specErr("sink %q: Sink is nil", sk.Name)
+		}
+		if err := sinkDefaults(sk); err != nil {
+			return nil, err
+		}
+		sinkIdx[sk.Name] = i
+	}
+	g.sinks = sp.Sinks
+
+	// edge adds t downstream of the component called in.
+	edge := func(who, in string, t target) error {
+		base, out, routed := strings.Cut(in, ".")
+		if i, ok := srcIdx[base]; ok && !routed {
+			g.sourceOut[i] = append(g.sourceOut[i], t)
+			return nil
+		}
+		i, ok := trIdx[base]
+		if !ok {
+			return specErr("%s: input %q names no source or transform", who, in)
+		}
+		ct := &g.transforms[i]
+		if ct.r == nil {
+			if routed {
+				return specErr("%s: input %q: transform %q has no named outputs; use %q", who, in, base, base)
+			}
+			ct.outs[0] = append(ct.outs[0], t)
+			return nil
+		}
+		names := ct.r.Outputs()
+		if !routed {
+			return specErr("%s: input %q is a route; name one of its outputs: %s.%s", who, in, base, strings.Join(names, ", "+base+"."))
+		}
+		for k, n := range names {
+			if n == out {
+				ct.outs[k] = append(ct.outs[k], t)
+				return nil
+			}
+		}
+		return specErr("%s: input %q: route %q has no output %q (it has %s)", who, in, base, out, strings.Join(names, ", "))
+	}
+	g.sourceOut = make([][]target, len(sp.Sources))
+	for i, ts := range s.Transforms {
+		if len(ts.Inputs) == 0 {
+			return nil, specErr("transform %q: no inputs: list the sources or transforms it reads", ts.Name)
+		}
+		for _, in := range ts.Inputs {
+			if err := edge("transform "+quote(ts.Name), in, target{idx: i}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	g.deadLetter = make([]int, len(sp.Sinks))
+	isDL := make([]bool, len(sp.Sinks))
+	for i, sk := range sp.Sinks {
+		g.deadLetter[i] = -1
+		if sk.OnFailure == DeadLetter {
+			d, ok := sinkIdx[sk.DeadLetter]
+			switch {
+			case sk.DeadLetter == "":
+				return nil, specErr("sink %q: on_failure is dead_letter but dead_letter names no sink", sk.Name)
+			case !ok:
+				return nil, specErr("sink %q: dead_letter %q names no sink", sk.Name, sk.DeadLetter)
+			case d == i:
+				return nil, specErr("sink %q: dead_letter must name another sink", sk.Name)
+			case sp.Sinks[d].OnFailure == DeadLetter:
+				return nil, specErr("sink %q: dead_letter sink %q must not itself use on_failure dead_letter (use rewind or halt)", sk.Name, sk.DeadLetter)
+			}
+			g.deadLetter[i] = d
+			isDL[d] = true
+		} else if sk.DeadLetter != "" {
+			return nil, specErr("sink %q: dead_letter is set but on_failure is not dead_letter", sk.Name)
+		}
+	}
+	for i, sk := range sp.Sinks {
+		if len(sk.Inputs) == 0 && !isDL[i] {
+			return nil, specErr("sink %q: no inputs: list the sources or transforms it reads", sk.Name)
+		}
+		for _, in := range sk.Inputs {
+			if err := edge("sink "+quote(sk.Name), in, target{sink: true, idx: i}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for i, ss := range sp.Sources {
+		if len(g.sourceOut[i]) == 0 {
+			return nil, specErr("source %q feeds nothing: name it in a transform's or sink's inputs", ss.Name)
+		}
+	}
+	for _, ct := range g.transforms {
+		used := false
+		for _, o := range ct.outs {
+			used = used || len(o) > 0
+		}
+		if !used {
+			return nil, specErr("transform %q feeds nothing: name it in a transform's or sink's inputs", ct.name)
+		}
+	}
+	if err := g.checkCycles(); err != nil {
+		return nil, err
+	}
+	checkpointDefaults(&sp.Checkpoint)
+	if sp.Metrics.Address == "" {
+		sp.Metrics.Address = DefaultMetricsAddress
+	}
+	return g, nil
+}
+
+func quote(s string) string { return `"` + s + `"` }
+
+// checkCycles rejects a transform that reaches itself: workers walk the graph
+// recursively and keep one scratch buffer per transform, which is only safe in
+// a DAG.
+func (g *graph) checkCycles() error {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := make([]int, len(g.transforms))
+	var visit func(i int) error
+	visit = func(i int) error {
+		color[i] = grey
+		for _, o := range g.transforms[i].outs {
+			for _, t := range o {
+				if t.sink {
+					continue
+				}
+				switch color[t.idx] {
+				case grey:
+					return specErr("transform %q: its inputs form a cycle through %q", g.transforms[t.idx].name, g.transforms[i].name)
+				case white:
+					if err := visit(t.idx); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		color[i] = black
+		return nil
+	}
+	for i := range g.transforms {
+		if color[i] == white {
+			if err := visit(i); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func sinkDefaults(sk *SinkSpec) error {
+	b, r := &sk.Batch, &sk.Retry
+	if b.MaxRecords < 0 || b.MaxBytes < 0 || b.MaxAge < 0 {
+		return specErr("sink %q: batch limits must not be negative (0 means the default)", sk.Name)
+	}
+	if r.MaxAttempts < 0 || r.InitialBackoff < 0 || r.MaxBackoff < 0 || r.MaxElapsed < 0 {
+		return specErr("sink %q: retry settings must not be negative (0 means the default)", sk.Name)
+	}
+	if sk.OnFailure > Halt {
+		return specErr("sink %q: unknown on_failure %d (use rewind, dead_letter or halt)", sk.Name, sk.OnFailure)
+	}
+	if b.MaxRecords == 0 {
+		b.MaxRecords = DefaultBatchMaxRecords
+	}
+	if b.MaxBytes == 0 {
+		b.MaxBytes = DefaultBatchMaxBytes
+	}
+	if b.MaxAge == 0 {
+		b.MaxAge = DefaultBatchMaxAge
+	}
+	if r.MaxAttempts == 0 {
+		r.MaxAttempts = DefaultRetryMaxAttempts
+	}
+	if r.InitialBackoff == 0 {
+		r.InitialBackoff = DefaultRetryInitial
+	}
+	if r.MaxBackoff == 0 {
+		r.MaxBackoff = max(DefaultRetryMax, r.InitialBackoff)
+	}
+	if r.MaxElapsed == 0 {
+		r.MaxElapsed = DefaultRetryMaxElapsed
+	}
+	return nil
+}
+
+func checkpointDefaults(c *CheckpointSettings) {
+	if c.CommitInterval <= 0 {
+		c.CommitInterval = DefaultCommitInterval
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.StallWarning <= 0 {
+		c.StallWarning = DefaultStallWarning
+	}
+}
+
+// String returns the policy's configuration name.
+func (f FailurePolicy) String() string {
+	switch f {
+	case Rewind:
+		return "rewind"
+	case DeadLetter:
+		return "dead_letter"
+	case Halt:
+		return "halt"
+	}
+	return "FailurePolicy(" + string(rune('0'+f)) + ")"
+}

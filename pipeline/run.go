@@ -1,0 +1,325 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/weir-etl/weir/checkpoint"
+	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/record"
+)
+
+// Run runs the pipeline spec until ctx is cancelled, every source reached its
+// end of input and everything was committed, or a failure stops it.
+//
+// Cancelling ctx is a graceful shutdown: polling stops, in-flight batches
+// get Checkpoint.ShutdownTimeout to be written and flushed, the final
+// watermarks are committed, and Run returns nil. Either way nothing is
+// committed past what the sinks made durable.
+//
+// Run returns an error wrapping ErrSpec for an invalid spec, a *HaltError
+// when a failure policy stopped the pipeline, and other errors for connectors
+// that failed to open, poll or close.
+func Run(ctx context.Context, spec *Spec, opts ...Option) error {
+	g, err := compile(spec)
+	if err != nil {
+		return err
+	}
+	o := options{logger: slog.Default(), interval: time.Second}
+	for _, f := range opts {
+		f(&o)
+	}
+	rt := &runtime{g: g, o: o, log: o.logger, m: newMetrics(), now: time.Now, stopCh: make(chan struct{}),
+		rejects: map[checkpoint.BatchID]*rejection{}}
+	return rt.run(ctx)
+}
+
+// runtime is one run of a pipeline.
+type runtime struct {
+	g   *graph
+	o   options
+	log *slog.Logger
+	m   *metrics
+	now func() time.Time
+
+	sources []*sourceRunner
+	sinks   []*sinkRunner
+	workers []*worker
+
+	stopping atomic.Bool // no more rewinds: the pipeline is shutting down
+	stopOnce sync.Once
+	stopCh   chan struct{} // closed by fail
+	errMu    sync.Mutex
+	err      error
+
+	rejectMu sync.Mutex
+	rejects  map[checkpoint.BatchID]*rejection // first rejections, for halt messages
+
+	stallMu sync.Mutex
+	stallBy [][]Stall // by source
+
+	// Totals for the progress display, added per batch and per group.
+	totalIn, totalOut atomic.Int64
+	commitMu          sync.Mutex
+	committedBy       []string // by source: a short summary of committed positions
+}
+
+// rejection is a record a transform failed on.
+type rejection struct {
+	component string
+	origin    record.Origin
+	batch     checkpoint.BatchID
+	err       error
+}
+
+func (rt *runtime) noteReject(r *rejection) {
+	rt.rejectMu.Lock()
+	defer rt.rejectMu.Unlock()
+	if _, ok := rt.rejects[r.batch]; !ok && len(rt.rejects) < 1024 {
+		rt.rejects[r.batch] = r
+	}
+}
+
+func (rt *runtime) rejection(id checkpoint.BatchID) *rejection {
+	rt.rejectMu.Lock()
+	defer rt.rejectMu.Unlock()
+	return rt.rejects[id]
+}
+
+// fail stops the pipeline with err; the first error wins.
+func (rt *runtime) fail(err error) {
+	rt.stopping.Store(true)
+	rt.errMu.Lock()
+	first := rt.err == nil
+	if first {
+		rt.err = err
+	}
+	rt.errMu.Unlock()
+	if first {
+		rt.log.Error("pipeline stopping", "err", err)
+	}
+	rt.stopOnce.Do(func() { close(rt.stopCh) })
+}
+
+func (rt *runtime) firstErr() error {
+	rt.errMu.Lock()
+	defer rt.errMu.Unlock()
+	return rt.err
+}
+
+func (rt *runtime) run(ctx context.Context) error {
+	sp := &rt.g.spec
+	srv, err := rt.serve(sp.Metrics.Address)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+
+	rt.sinks = make([]*sinkRunner, len(rt.g.sinks))
+	for i, sk := range rt.g.sinks {
+		rt.sinks[i] = &sinkRunner{rt: rt, idx: i, spec: sk, in: make(chan chunk, 4), log: rt.log.With("sink", sk.Name)}
+	}
+	for i, d := range rt.g.deadLetter {
+		if d >= 0 {
+			rt.sinks[i].dl = rt.sinks[d]
+		}
+	}
+	for i, s := range rt.sinks {
+		if err := s.spec.Sink.Open(ctx); err != nil {
+			for _, o := range rt.sinks[:i] {
+				_ = o.spec.Sink.Close(context.WithoutCancel(ctx))
+			}
+			return fmt.Errorf("pipeline: sink %s: open: %w", s.spec.Name, err)
+		}
+	}
+	rt.stallBy = make([][]Stall, len(sp.Sources))
+	for i, ss := range sp.Sources {
+		rt.sources = append(rt.sources, newSourceRunner(rt, i, ss))
+	}
+	rt.workers = make([]*worker, goruntime.GOMAXPROCS(0))
+	for i := range rt.workers {
+		rt.workers[i] = newWorker(rt)
+	}
+
+	// hardCtx is for connector calls: it outlives ctx by ShutdownTimeout, so
+	// that in-flight data can still be written after a graceful stop began.
+	hardCtx, hardCancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer hardCancel()
+	pollCtx, pollCancel := context.WithCancel(ctx)
+	defer pollCancel()
+
+	// Each sink's input closes once nothing can send to it any more: the
+	// workers, and every sink that dead-letters into it.
+	feeders := make([]sync.WaitGroup, len(rt.sinks))
+	for i, s := range rt.sinks {
+		feeders[i].Add(1)
+		if s.dl != nil {
+			feeders[s.dl.idx].Add(1)
+		}
+	}
+	var sinksWG sync.WaitGroup
+	for i, s := range rt.sinks {
+		sinksWG.Add(2)
+		go func() {
+			defer sinksWG.Done()
+			s.run(hardCtx)
+			if s.dl != nil {
+				feeders[s.dl.idx].Done()
+			}
+		}()
+		go func() {
+			defer sinksWG.Done()
+			feeders[i].Wait()
+			close(s.in)
+		}()
+	}
+	var workersWG sync.WaitGroup
+	for _, w := range rt.workers {
+		workersWG.Go(w.run)
+	}
+	final := make(chan struct{})
+	var cpWG, pollWG sync.WaitGroup
+	for _, s := range rt.sources {
+		cpWG.Go(func() { s.checkpoint(hardCtx, final) })
+		pollWG.Go(func() { s.poll(pollCtx, hardCtx) })
+	}
+	allFinished := make(chan struct{})
+	go func() {
+		for _, s := range rt.sources {
+			select {
+			case <-s.finished:
+			case <-rt.stopCh:
+				return
+			}
+		}
+		close(allFinished)
+	}()
+	stopProgress := rt.progress()
+
+	select {
+	case <-ctx.Done():
+		rt.log.Info("shutting down")
+	case <-rt.stopCh:
+	case <-allFinished:
+		rt.log.Info("all input read and committed")
+	}
+	rt.stopping.Store(true)
+	pollCancel()
+	shutdownTimer := time.AfterFunc(sp.Checkpoint.ShutdownTimeout, func() {
+		rt.log.Warn("shutdown timeout: abandoning in-flight writes; nothing unwritten is committed")
+		hardCancel()
+	})
+	defer shutdownTimer.Stop()
+	pollWG.Wait()
+	for _, w := range rt.workers {
+		close(w.in)
+	}
+	workersWG.Wait()
+	for i := range rt.sinks {
+		feeders[i].Done()
+	}
+	sinksWG.Wait()
+	// Every reference is released now (or leaked): the final drain and commit
+	// see everything that will ever resolve.
+	close(final)
+	cpWG.Wait()
+	stopProgress()
+
+	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sp.Checkpoint.ShutdownTimeout)
+	defer cancel()
+	var errs []error
+	for _, s := range rt.sources {
+		if err := s.src.Close(closeCtx); err != nil {
+			errs = append(errs, fmt.Errorf("pipeline: source %s: close: %w", s.spec.Name, err))
+		}
+	}
+	for _, s := range rt.sinks {
+		if err := s.spec.Sink.Close(closeCtx); err != nil {
+			errs = append(errs, fmt.Errorf("pipeline: sink %s: close: %w", s.spec.Name, err))
+		}
+	}
+	if err := rt.firstErr(); err != nil {
+		return err
+	}
+	return errors.Join(errs...)
+}
+
+// dispatch hands a batch to the worker of its partition.
+func (rt *runtime) dispatch(ctx context.Context, s *sourceRunner, b *connector.Batch) bool {
+	w := rt.workers[(s.idx*31+int(b.Partition))%len(rt.workers)]
+	select {
+	case w.in <- work{src: s, batch: b}:
+		return true
+	case <-ctx.Done():
+		for i := range b.Records {
+			b.Records[i].Ack.Release(checkpoint.Failed)
+		}
+		s.putBatch(b)
+		return false
+	}
+}
+
+// flushSinks asks every sink to flush now, behind every batch already sent:
+// a source reached its end, and nothing more is coming soon.
+func (rt *runtime) flushSinks(_ *sourceRunner) {
+	for _, w := range rt.workers {
+		w.in <- work{flush: true}
+	}
+}
+
+func (rt *runtime) setStalls(src int, list []Stall) {
+	rt.stallMu.Lock()
+	rt.stallBy[src] = list
+	rt.stallMu.Unlock()
+}
+
+// Stalls returns the latest stall snapshot of every source.
+func (rt *runtime) snapshotStalls() []Stall {
+	rt.stallMu.Lock()
+	defer rt.stallMu.Unlock()
+	out := []Stall{}
+	for _, l := range rt.stallBy {
+		out = append(out, l...)
+	}
+	return out
+}
+
+type server struct{ stop func() }
+
+// serve starts /metrics, /healthz and /debug/stalls on addr, unless it is "off".
+func (rt *runtime) serve(addr string) (server, error) {
+	if addr == "off" {
+		return server{stop: func() {}}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return server{}, fmt.Errorf("pipeline: metrics.address %q: %w (choose a free address, or \"off\")", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(rt.m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if rt.stopping.Load() {
+			http.Error(w, "stopping", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/debug/stalls", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(rt.snapshotStalls())
+	})
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	rt.log.Info("metrics listening", "address", ln.Addr().String())
+	return server{stop: func() { _ = hs.Close() }}, nil
+}

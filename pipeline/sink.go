@@ -1,0 +1,359 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/weir-etl/weir/checkpoint"
+	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/record"
+)
+
+// sinkRunner is the one goroutine that calls a sink. It groups records, calls
+// Write per chunk and Flush per group, and gives the group's references their
+// outcome only when the outcome is known: Delivered after Flush returned nil,
+// or the failure policy's after retries gave up.
+//
+// References stay on the group's records until then, rather than moving into
+// an AckSet at once, so that a record the sink rejects on a retry can still be
+// resolved alone. The AckSet is filled at the outcome: one pass over the group
+// with no atomic operation per record, and one atomic add per batch run.
+type sinkRunner struct {
+	rt   *runtime
+	idx  int
+	spec SinkSpec
+	in   chan chunk
+	dl   *sinkRunner // dead letter sink, or nil
+	log  *slog.Logger
+
+	group      []record.Record
+	groupBytes int64
+	set        checkpoint.AckSet
+	timer      *time.Timer
+	timerOn    bool
+	halted     bool
+
+	// held lists the batches the current group holds references of, for the
+	// stall explainer; the sink goroutine writes it, /debug/stalls reads it.
+	heldMu  sync.Mutex
+	held    []checkpoint.BatchID
+	lastRef checkpoint.AckRef // last reference noted in held (compared, never released)
+}
+
+func (s *sinkRunner) run(ctx context.Context) {
+	s.timer = time.NewTimer(time.Hour)
+	s.timer.Stop()
+	for {
+		select {
+		case c, ok := <-s.in:
+			if !ok {
+				s.flush(ctx)
+				s.timer.Stop()
+				return
+			}
+			s.handle(ctx, c)
+		case <-s.timer.C:
+			s.timerOn = false
+			s.flush(ctx)
+		}
+	}
+}
+
+func (s *sinkRunner) handle(ctx context.Context, c chunk) {
+	if c.flush {
+		s.flush(ctx)
+		return
+	}
+	recs := *c.recs
+	s.rt.m.recordsIn.WithLabelValues(s.spec.Name).Add(float64(len(recs)))
+	if !s.spec.Acknowledgements {
+		// The sink never holds the watermark back: handing a record over is
+		// its delivery.
+		for i := range recs {
+			recs[i].Ack.Release(checkpoint.Delivered)
+		}
+	}
+	if s.halted || ctx.Err() != nil {
+		// After a halt nothing more is written; after the shutdown deadline
+		// nothing more can be. Either way these records are not delivered.
+		s.fail(recs, checkpoint.Failed)
+	} else {
+		s.write(ctx, recs)
+	}
+	clear(recs)
+	*c.recs = recs[:0]
+	chunkPool.Put(c.recs)
+	if len(s.group) >= s.spec.Batch.MaxRecords || s.groupBytes >= s.spec.Batch.MaxBytes {
+		s.flush(ctx)
+	}
+}
+
+// write hands recs to the sink, resolving a record it rejects alone.
+func (s *sinkRunner) write(ctx context.Context, recs []record.Record) {
+	for len(recs) > 0 {
+		err := s.spec.Sink.Write(ctx, recs)
+		if err == nil {
+			s.add(recs)
+			return
+		}
+		var rej *connector.RejectError
+		if errors.As(err, &rej) && rej.Index >= 0 && rej.Index < len(recs) {
+			s.add(recs[:rej.Index])
+			s.policy(ctx, recs[rej.Index:rej.Index+1], checkpoint.Rejected, err)
+			recs = recs[rej.Index+1:]
+			continue
+		}
+		s.add(recs)
+		s.retry(ctx, err)
+		return
+	}
+}
+
+// add appends accepted records to the group.
+func (s *sinkRunner) add(recs []record.Record) {
+	if len(recs) == 0 {
+		return
+	}
+	if len(s.group) == 0 && !s.timerOn {
+		s.timer.Reset(s.spec.Batch.MaxAge)
+		s.timerOn = true
+	}
+	noted := false
+	for i := range recs {
+		s.groupBytes += int64(recs[i].Size())
+		if r := recs[i].Ack; !r.IsZero() && r != s.lastRef {
+			if !noted {
+				s.heldMu.Lock()
+				noted = true
+			}
+			s.held = append(s.held, r.Batch())
+			s.lastRef = r
+		}
+	}
+	if noted {
+		s.heldMu.Unlock()
+	}
+	s.group = append(s.group, recs...)
+}
+
+// flush makes the group durable and acknowledges it, or retries.
+func (s *sinkRunner) flush(ctx context.Context) {
+	if len(s.group) == 0 {
+		return
+	}
+	if s.halted || ctx.Err() != nil {
+		s.failGroup(checkpoint.Failed)
+		return
+	}
+	if err := s.spec.Sink.Flush(ctx); err != nil {
+		s.retry(ctx, err)
+		return
+	}
+	s.ackGroup()
+}
+
+func (s *sinkRunner) ackGroup() {
+	n := len(s.group)
+	for i := range s.group {
+		if !s.group[i].Ack.IsZero() {
+			s.set.Add(&s.group[i].Ack)
+		}
+	}
+	s.set.Ack()
+	s.resetGroup()
+	s.rt.m.recordsOut.WithLabelValues(s.spec.Name).Add(float64(n))
+	s.rt.totalOut.Add(int64(n))
+}
+
+func (s *sinkRunner) resetGroup() {
+	clear(s.group)
+	s.group = s.group[:0]
+	s.groupBytes = 0
+	s.heldMu.Lock()
+	s.held = s.held[:0]
+	s.heldMu.Unlock()
+	s.lastRef = checkpoint.AckRef{}
+	if s.timerOn {
+		s.timer.Stop()
+		s.timerOn = false
+	}
+}
+
+// failGroup resolves every record of the group with st, without the policy.
+func (s *sinkRunner) failGroup(st checkpoint.AckStatus) {
+	s.fail(s.group, st)
+	s.resetGroup()
+}
+
+func (s *sinkRunner) fail(recs []record.Record, st checkpoint.AckStatus) {
+	for i := range recs {
+		if !recs[i].Ack.IsZero() {
+			s.set.Add(&recs[i].Ack)
+		}
+	}
+	s.set.Fail(st)
+}
+
+// retry aborts the failed group and writes it again with exponential backoff
+// and full jitter, within the sink's RetrySettings; when they run out it
+// applies the failure policy to the whole group.
+func (s *sinkRunner) retry(ctx context.Context, err error) {
+	r := s.spec.Retry
+	start := time.Now()
+	backoff := r.InitialBackoff
+	for attempt := 1; ; attempt++ {
+		s.rt.m.writeErrors.WithLabelValues(s.spec.Name).Inc()
+		if aerr := s.spec.Sink.Abort(ctx); aerr != nil {
+			s.log.Warn("abort failed", "err", aerr)
+		}
+		wait := backoff/2 + rand.N(backoff/2+1)
+		if attempt >= r.MaxAttempts || time.Since(start)+wait > r.MaxElapsed || ctx.Err() != nil {
+			break
+		}
+		s.log.Warn("write failed; retrying", "attempt", attempt, "backoff", wait, "records", len(s.group), "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+		backoff = min(backoff*2, r.MaxBackoff)
+		if err = s.rewrite(ctx); err == nil {
+			if err = s.spec.Sink.Flush(ctx); err == nil {
+				s.ackGroup()
+				return
+			}
+		}
+		if len(s.group) == 0 {
+			s.resetGroup() // every record was rejected and resolved alone
+			return
+		}
+	}
+	s.log.Error("write failed; giving up", "records", len(s.group), "policy", s.spec.OnFailure.String(), "err", err)
+	recs := s.group
+	s.group = nil // policy may keep the slice (dead letters copy it first)
+	s.policy(ctx, recs, checkpoint.Failed, err)
+	clear(recs)
+	s.group = recs[:0]
+	s.resetGroup()
+}
+
+// rewrite writes the group again after an Abort. A record rejected now is
+// taken out of the group and resolved alone.
+func (s *sinkRunner) rewrite(ctx context.Context) error {
+	recs := s.group
+	for off := 0; off < len(recs); {
+		err := s.spec.Sink.Write(ctx, recs[off:])
+		if err == nil {
+			return nil
+		}
+		var rej *connector.RejectError
+		if !errors.As(err, &rej) || rej.Index < 0 || off+rej.Index >= len(recs) {
+			return err
+		}
+		k := off + rej.Index
+		bad := recs[k]
+		copy(recs[k:], recs[k+1:])
+		recs[len(recs)-1] = record.Record{}
+		recs = recs[:len(recs)-1]
+		s.group = recs
+		s.policy(ctx, []record.Record{bad}, checkpoint.Rejected, err)
+		off = k
+	}
+	return nil
+}
+
+// policy applies the sink's OnFailure to records whose write failed for good.
+func (s *sinkRunner) policy(ctx context.Context, recs []record.Record, st checkpoint.AckStatus, err error) {
+	if st == checkpoint.Rejected {
+		for i := range recs {
+			if !recs[i].Ack.IsZero() {
+				s.rt.noteReject(&rejection{component: "sink " + s.spec.Name, origin: recs[i].Origin, batch: recs[i].Ack.Batch(), err: err})
+			}
+		}
+	}
+	switch s.spec.OnFailure {
+	case DeadLetter:
+		s.deadLetter(ctx, recs, err)
+	case Halt:
+		he := &HaltError{Sink: s.spec.Name, Err: err}
+		for i := range recs {
+			if !recs[i].Ack.IsZero() {
+				he.Batch = recs[i].Ack.Batch()
+				he.Source, he.Partition = recs[i].Origin.Source, recs[i].Origin.Partition
+				break
+			}
+		}
+		if he.Source == "" && len(recs) > 0 {
+			he.Source, he.Partition = recs[0].Origin.Source, recs[0].Origin.Partition
+		}
+		s.halted = true
+		// Halt before releasing: the checkpointer must see the pipeline
+		// stopping before it sees the failed batch, or it would rewind it.
+		s.rt.fail(he)
+		s.fail(recs, st)
+	default: // Rewind: the checkpointer sees the partition blocked and replays it.
+		if !s.spec.Acknowledgements {
+			s.log.Error("records dropped: the sink does not hold the watermark (acknowledgements off)", "records", len(recs), "err", err)
+		}
+		s.fail(recs, st)
+	}
+}
+
+// deadLetter sends recs, each wrapped with its error and origin, to the dead
+// letter sink. Their references go along: they are delivered once that sink
+// has flushed them.
+func (s *sinkRunner) deadLetter(ctx context.Context, recs []record.Record, err error) {
+	p := chunkPool.Get().(*[]record.Record)
+	for i := range recs {
+		*p = append(*p, deadLetterRecord(s.spec.Name, &recs[i], err))
+		recs[i].Ack = checkpoint.AckRef{}
+	}
+	select {
+	case s.dl.in <- chunk{recs: p}:
+	case <-ctx.Done():
+		s.fail(*p, checkpoint.Failed)
+	}
+}
+
+// deadLetterEnvelope is the value of a dead letter record.
+type deadLetterEnvelope struct {
+	Error     string          `json:"error"`
+	Sink      string          `json:"sink"`
+	Source    string          `json:"source"`
+	Partition string          `json:"partition"`
+	Offset    int64           `json:"offset"`
+	Value     json.RawMessage `json:"value,omitempty"`
+	Raw       string          `json:"raw,omitempty"`
+}
+
+func deadLetterRecord(sink string, r *record.Record, err error) record.Record {
+	env := deadLetterEnvelope{Error: err.Error(), Sink: sink, Source: r.Origin.Source, Partition: r.Origin.Partition, Offset: r.Origin.Offset}
+	if v, verr := r.Value(); verr != nil {
+		env.Raw = fmt.Sprintf("unencodable value: %v", verr)
+	} else if json.Valid(v) {
+		env.Value = v
+	} else {
+		env.Raw = string(v)
+	}
+	b, _ := json.Marshal(env) // a struct of strings and valid raw JSON always encodes
+	out := record.New(b)
+	out.Key, out.Time, out.Origin, out.Ack = r.Key, r.Time, r.Origin, r.Ack
+	out.Headers = append(append([]record.Header(nil), r.Headers...),
+		record.Header{Key: "weir.error", Value: []byte(err.Error())},
+		record.Header{Key: "weir.sink", Value: []byte(sink)})
+	return out
+}
+
+// heldBatches appends the batches the sink's current group holds to dst.
+func (s *sinkRunner) heldBatches(dst []checkpoint.BatchID) []checkpoint.BatchID {
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	return append(dst, s.held...)
+}

@@ -1,0 +1,556 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weir-etl/weir/checkpoint"
+	"github.com/weir-etl/weir/connector"
+)
+
+// sourceRunner runs one source: a polling goroutine (poll), which owns the
+// AckIssuer and is the source's connector.Host, and a checkpointer goroutine
+// (checkpoint), which owns the Checkpointer and calls Commit.
+type sourceRunner struct {
+	rt   *runtime
+	idx  int
+	spec SourceSpec
+	src  connector.Source
+	log  *slog.Logger
+	cp   *checkpoint.Checkpointer
+	iss  *checkpoint.AckIssuer // polling goroutine only
+
+	namesMu sync.Mutex
+	names   []string // partition names by id
+	byName  map[string]checkpoint.Partition
+
+	// In-flight accounting. The poller adds when it issues a batch; the
+	// checkpointer goroutine subtracts when Drain reports the batch resolved,
+	// and then signals credit. Nothing on the ack path touches these.
+	inflightBatches atomic.Int64
+	inflightBytes   atomic.Int64
+	credit          chan struct{} // capacity 1
+	tableMu         sync.Mutex
+	table           map[checkpoint.BatchID]batchInfo
+
+	// Rewind requests from the checkpointer goroutine to the poller, which
+	// owns the issuer and so must Seek and Assign itself.
+	rewindMu  sync.Mutex
+	rewinds   []rewindReq
+	rewindSig chan struct{} // capacity 1
+
+	reqs     chan hostReq  // Revoke and Lost, poller to checkpointer
+	notify   chan struct{} // capacity 1: the poller reached or left the end of input
+	eof      atomic.Bool
+	finished chan struct{} // closed when a finite source is fully committed
+	cpDone   chan struct{} // closed when the checkpointer goroutine returns
+
+	batchPool sync.Pool
+}
+
+// pauseHook, when set (by tests, before Run), is called each time a poller
+// pauses for backpressure, with the in-flight batches and bytes.
+var pauseHook func(source string, batches, bytes int64)
+
+type batchInfo struct {
+	bytes  int64
+	issued time.Time
+}
+
+type rewindReq struct {
+	p     checkpoint.Partition
+	epoch checkpoint.Epoch
+	pos   checkpoint.Position
+}
+
+type hostReq struct {
+	p    checkpoint.Partition
+	lost bool
+	done chan error // capacity 1
+}
+
+func newSourceRunner(rt *runtime, idx int, spec SourceSpec) *sourceRunner {
+	s := &sourceRunner{
+		rt: rt, idx: idx, spec: spec, src: spec.Source,
+		log:       rt.log.With("source", spec.Name),
+		cp:        checkpoint.New(),
+		byName:    map[string]checkpoint.Partition{},
+		credit:    make(chan struct{}, 1),
+		table:     map[checkpoint.BatchID]batchInfo{},
+		rewindSig: make(chan struct{}, 1),
+		reqs:      make(chan hostReq),
+		notify:    make(chan struct{}, 1),
+		finished:  make(chan struct{}),
+		cpDone:    make(chan struct{}),
+	}
+	s.iss = s.cp.NewIssuer()
+	s.batchPool.New = func() any { return new(connector.Batch) }
+	return s
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// Assign implements connector.Host.
+func (s *sourceRunner) Assign(name string, start checkpoint.Position) checkpoint.Partition {
+	s.namesMu.Lock()
+	p, ok := s.byName[name]
+	if !ok {
+		p = checkpoint.Partition(len(s.names))
+		s.byName[name] = p
+		s.names = append(s.names, name)
+	}
+	s.namesMu.Unlock()
+	s.iss.Assign(p, start)
+	return p
+}
+
+// Revoke implements connector.Host: the checkpointer goroutine waits until the
+// partition is drained (or DrainTimeout), commits its final watermark, and
+// forgets it.
+func (s *sourceRunner) Revoke(ctx context.Context, p checkpoint.Partition) error {
+	s.iss.Revoke(p)
+	return s.hostRequest(ctx, hostReq{p: p})
+}
+
+// Lost implements connector.Host: the partition is forgotten, nothing committed.
+func (s *sourceRunner) Lost(p checkpoint.Partition) {
+	s.iss.Revoke(p)
+	_ = s.hostRequest(context.Background(), hostReq{p: p, lost: true})
+}
+
+// Logger implements connector.Host.
+func (s *sourceRunner) Logger() *slog.Logger { return s.log }
+
+func (s *sourceRunner) hostRequest(ctx context.Context, r hostReq) error {
+	r.done = make(chan error, 1)
+	select {
+	case s.reqs <- r:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.cpDone:
+		return errors.New("pipeline: source stopped")
+	}
+	select {
+	case err := <-r.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *sourceRunner) partName(p checkpoint.Partition) string {
+	s.namesMu.Lock()
+	defer s.namesMu.Unlock()
+	if int(p) < len(s.names) {
+		return s.names[p]
+	}
+	return fmt.Sprint(p)
+}
+
+func (s *sourceRunner) putBatch(b *connector.Batch) {
+	b.Reset()
+	s.batchPool.Put(b)
+}
+
+// poll is the polling goroutine. It returns when pollCtx is done or the
+// source fails; the runtime then closes the workers' input.
+func (s *sourceRunner) poll(pollCtx, hardCtx context.Context) {
+	if err := s.src.Open(pollCtx, s); err != nil {
+		if pollCtx.Err() == nil {
+			s.rt.fail(fmt.Errorf("pipeline: source %s: open: %w", s.spec.Name, err))
+		}
+		return
+	}
+	for {
+		if err := s.doRewinds(hardCtx); err != nil {
+			s.rt.fail(err)
+			return
+		}
+		// Backpressure: wait until in-flight batches and bytes are under the
+		// limits; resolutions come back through the checkpointer goroutine.
+		// At the end of input, wait for a rewind or the stop.
+		if s.eof.Load() || s.inflightBatches.Load() >= int64(s.spec.MaxInFlightBatches) || s.inflightBytes.Load() >= s.spec.MaxInFlightBytes {
+			if pauseHook != nil && !s.eof.Load() {
+				pauseHook(s.spec.Name, s.inflightBatches.Load(), s.inflightBytes.Load())
+			}
+			select {
+			case <-s.credit:
+			case <-s.rewindSig:
+				signal(s.rewindSig) // for doRewinds, at the top of the loop
+			case <-pollCtx.Done():
+				return
+			}
+			continue
+		}
+		b := s.batchPool.Get().(*connector.Batch)
+		err := s.src.Poll(pollCtx, b)
+		if err != nil {
+			s.putBatch(b)
+			switch {
+			case errors.Is(err, connector.ErrEndOfInput):
+				s.eof.Store(true)
+				signal(s.notify)
+				s.rt.flushSinks(s)
+				continue
+			case pollCtx.Err() != nil:
+				return
+			}
+			s.rt.fail(fmt.Errorf("pipeline: source %s: poll: %w", s.spec.Name, err))
+			return
+		}
+		if s.iss.Epoch(b.Partition) == 0 {
+			s.putBatch(b)
+			s.rt.fail(fmt.Errorf("pipeline: source %s: poll returned a batch of partition %d, which it never assigned (call Host.Assign first)", s.spec.Name, b.Partition))
+			return
+		}
+		s.issue(b)
+		if !s.rt.dispatch(hardCtx, s, b) {
+			return
+		}
+	}
+}
+
+// issue gives b's records their references: one AckRef per batch, a clone per
+// record, the first reference to the last record.
+func (s *sourceRunner) issue(b *connector.Batch) {
+	ref := s.iss.Issue(b.Partition, b.End)
+	var bytes int64
+	name := s.partName(b.Partition)
+	for i := range b.Records {
+		r := &b.Records[i]
+		bytes += int64(r.Size())
+		if r.Origin.Source == "" {
+			r.Origin.Source = s.spec.Name
+		}
+		if r.Origin.Partition == "" {
+			r.Origin.Partition = name
+		}
+	}
+	// The table entry must exist before any reference is released: the
+	// checkpointer looks it up when it drains the resolution.
+	s.tableMu.Lock()
+	s.table[ref.Batch()] = batchInfo{bytes: bytes, issued: s.rt.now()}
+	s.tableMu.Unlock()
+	s.inflightBatches.Add(1)
+	s.inflightBytes.Add(bytes)
+	s.rt.m.issued.WithLabelValues(s.spec.Name).Inc()
+	s.rt.m.recordsOut.WithLabelValues(s.spec.Name).Add(float64(len(b.Records)))
+	s.rt.totalIn.Add(int64(len(b.Records)))
+	n := len(b.Records)
+	if n == 0 {
+		ref.Release(checkpoint.Delivered)
+		return
+	}
+	for i := range n - 1 {
+		b.Records[i].Ack = ref.Clone()
+	}
+	b.Records[n-1].Ack = ref
+}
+
+// doRewinds seeks every partition the checkpointer asked to replay back to
+// its watermark and starts a new epoch there. Batches polled before are of the
+// old epoch: their acknowledgements are stale.
+func (s *sourceRunner) doRewinds(ctx context.Context) error {
+	select {
+	case <-s.rewindSig:
+	default:
+		return nil
+	}
+	s.rewindMu.Lock()
+	reqs := s.rewinds
+	s.rewinds = nil
+	s.rewindMu.Unlock()
+	for _, r := range reqs {
+		if s.iss.Epoch(r.p) != r.epoch {
+			continue // revoked or re-assigned since
+		}
+		if err := s.src.Seek(ctx, r.p, r.pos); err != nil {
+			return fmt.Errorf("pipeline: source %s: seek partition %s to %d for a rewind: %w", s.spec.Name, s.partName(r.p), r.pos, err)
+		}
+		s.iss.Assign(r.p, r.pos)
+		s.eof.Store(false)
+		s.rt.m.rewinds.WithLabelValues(s.spec.Name).Inc()
+		s.log.Info("partition rewound to its watermark", "partition", s.partName(r.p), "position", r.pos)
+	}
+	return nil
+}
+
+// cpState is the checkpointer goroutine's own bookkeeping.
+type cpState struct {
+	pending  []checkpoint.Commit
+	conv     []connector.Commit
+	states   []checkpoint.PartitionState
+	rewound  map[checkpoint.Partition]checkpoint.Epoch // rewind requested for this epoch
+	revokes  []revokeWait
+	warned   map[string]bool
+	finished bool
+}
+
+type revokeWait struct {
+	r        hostReq
+	deadline time.Time
+}
+
+// checkpoint is the checkpointer goroutine: it drains resolutions, commits on
+// the interval, serves Revoke and Lost, asks for rewinds, and reports stalls.
+// It returns after a final drain and commit once final is closed.
+func (s *sourceRunner) checkpoint(ctx context.Context, final <-chan struct{}) {
+	defer close(s.cpDone)
+	cs := &cpState{rewound: map[checkpoint.Partition]checkpoint.Epoch{}, warned: map[string]bool{}}
+	cfg := s.rt.g.spec.Checkpoint
+	tick := time.NewTicker(cfg.CommitInterval)
+	defer tick.Stop()
+	stall := time.NewTicker(min(cfg.StallWarning/2, 5*time.Second))
+	defer stall.Stop()
+	revokeTimer := time.NewTimer(time.Hour)
+	defer revokeTimer.Stop()
+	for {
+		select {
+		case <-s.cp.Wake():
+			s.drain()
+		case <-tick.C:
+			s.drain()
+			s.commit(ctx, cs)
+		case <-stall.C:
+			s.drain()
+			s.warnStalls(cs)
+		case r := <-s.reqs:
+			s.drain()
+			if r.lost {
+				s.cp.Forget(r.p)
+				s.forgetMetrics(r.p)
+				r.done <- nil
+			} else {
+				cs.revokes = append(cs.revokes, revokeWait{r: r, deadline: s.rt.now().Add(cfg.DrainTimeout)})
+				revokeTimer.Reset(cfg.DrainTimeout)
+			}
+		case <-revokeTimer.C:
+			s.drain()
+		case <-s.notify:
+			s.drain()
+		case <-final:
+			s.drain()
+			s.commit(ctx, cs)
+			for _, w := range cs.revokes {
+				w.r.done <- errors.New("pipeline: shutting down before the partition drained")
+			}
+			return
+		}
+		s.after(ctx, cs)
+	}
+}
+
+// drain applies resolutions and returns their in-flight budget to the poller.
+func (s *sourceRunner) drain() {
+	s.tableMu.Lock()
+	var batches, bytes int64
+	st := s.cp.DrainFunc(func(m checkpoint.AckMsg, _ checkpoint.ResolveOutcome) {
+		if bi, ok := s.table[m.ID]; ok {
+			delete(s.table, m.ID)
+			batches++
+			bytes += bi.bytes
+		}
+	})
+	s.tableMu.Unlock()
+	if batches > 0 {
+		s.inflightBatches.Add(-batches)
+		s.inflightBytes.Add(-bytes)
+		signal(s.credit)
+	}
+	s.rt.m.drained(s.spec.Name, st)
+}
+
+// after runs after every event: it finishes revokes, asks for rewinds of
+// blocked partitions, and notices when a finite source is done.
+func (s *sourceRunner) after(ctx context.Context, cs *cpState) {
+	now := s.rt.now()
+	keep := cs.revokes[:0]
+	for _, w := range cs.revokes {
+		if !s.cp.Drained(w.r.p) && now.Before(w.deadline) {
+			keep = append(keep, w)
+			continue
+		}
+		w.r.done <- s.finalCommit(ctx, w.r.p)
+	}
+	clear(cs.revokes[len(keep):])
+	cs.revokes = keep
+
+	cs.states = s.cp.States(cs.states[:0])
+	blocked := false
+	for _, ps := range cs.states {
+		if !ps.Blocked {
+			continue
+		}
+		blocked = true
+		if s.rt.stopping.Load() || cs.rewound[ps.Partition] == ps.Epoch {
+			continue
+		}
+		id := checkpoint.BatchID{Partition: ps.Partition, Epoch: ps.Epoch, Seq: ps.FailedSeq}
+		if ps.FailedStatus == checkpoint.Rejected {
+			// Replaying a rejected record fails the same way: stop rather
+			// than loop, and say how to let such records through.
+			s.rt.fail(s.rejectedError(id))
+			continue
+		}
+		cs.rewound[ps.Partition] = ps.Epoch
+		s.rewindMu.Lock()
+		s.rewinds = append(s.rewinds, rewindReq{p: ps.Partition, epoch: ps.Epoch, pos: ps.Watermark})
+		s.rewindMu.Unlock()
+		signal(s.rewindSig)
+	}
+	if !cs.finished && s.eof.Load() && !blocked && s.inflightBatches.Load() == 0 {
+		s.commit(ctx, cs)
+		if len(s.cp.Committable(cs.pending[:0])) == 0 {
+			cs.finished = true
+			close(s.finished)
+		}
+	}
+}
+
+func (s *sourceRunner) rejectedError(id checkpoint.BatchID) error {
+	he := &HaltError{Source: s.spec.Name, Partition: s.partName(id.Partition), Batch: id,
+		Err: errors.New("a record was rejected and replay cannot fix it; send such records to a dead_letter sink (on_failure: dead_letter) to let the pipeline go on")}
+	if rj := s.rt.rejection(id); rj != nil {
+		he.Err = fmt.Errorf("%s rejected a record (offset %d): %w; replay cannot fix it", rj.component, rj.origin.Offset, rj.err)
+	}
+	return he
+}
+
+// commit hands every committable position to the source.
+func (s *sourceRunner) commit(ctx context.Context, cs *cpState) {
+	cs.pending = s.cp.Committable(cs.pending[:0])
+	s.commitList(ctx, cs)
+	cs.states = s.cp.States(cs.states[:0])
+	s.rt.noteCommitted(s, cs.states)
+	for _, ps := range cs.states {
+		name := s.partName(ps.Partition)
+		s.rt.m.watermark.WithLabelValues(s.spec.Name, name).Set(float64(ps.Watermark))
+		s.rt.m.committed.WithLabelValues(s.spec.Name, name).Set(float64(ps.Committed))
+	}
+	s.rt.m.inflightB.WithLabelValues(s.spec.Name).Set(float64(s.inflightBatches.Load()))
+	s.rt.m.inflightBy.WithLabelValues(s.spec.Name).Set(float64(s.inflightBytes.Load()))
+}
+
+func (s *sourceRunner) commitList(ctx context.Context, cs *cpState) error {
+	if len(cs.pending) == 0 {
+		return nil
+	}
+	cs.conv = cs.conv[:0]
+	for _, c := range cs.pending {
+		cs.conv = append(cs.conv, connector.Commit{Partition: c.Partition, Position: c.Position})
+	}
+	t0 := time.Now()
+	err := s.src.Commit(ctx, cs.conv)
+	s.rt.m.commitTime.WithLabelValues(s.spec.Name).Observe(time.Since(t0).Seconds())
+	if err != nil {
+		s.rt.m.commitErrors.WithLabelValues(s.spec.Name).Inc()
+		s.log.Warn("commit failed; retrying next interval", "err", err)
+		return fmt.Errorf("pipeline: source %s: commit: %w", s.spec.Name, err)
+	}
+	s.cp.MarkCommitted(cs.pending)
+	return nil
+}
+
+// finalCommit commits a revoked partition's last watermark and forgets it.
+func (s *sourceRunner) finalCommit(ctx context.Context, p checkpoint.Partition) error {
+	var cs cpState
+	for _, c := range s.cp.Committable(nil) {
+		if c.Partition == p {
+			cs.pending = append(cs.pending, c)
+		}
+	}
+	err := s.commitList(ctx, &cs)
+	s.cp.Forget(p)
+	s.forgetMetrics(p)
+	return err
+}
+
+func (s *sourceRunner) forgetMetrics(p checkpoint.Partition) {
+	name := s.partName(p)
+	s.rt.m.watermark.DeleteLabelValues(s.spec.Name, name)
+	s.rt.m.committed.DeleteLabelValues(s.spec.Name, name)
+}
+
+// Stall is one partition whose oldest unresolved batch has waited long.
+type Stall struct {
+	Source    string   `json:"source"`
+	Partition string   `json:"partition"`
+	Batch     string   `json:"batch"`
+	AgeMillis int64    `json:"age_ms"`
+	Status    string   `json:"status"`            // "pending", or the failure that blocks it
+	HeldBy    []string `json:"held_by,omitempty"` // sinks whose current group holds references of it
+	Note      string   `json:"note,omitempty"`
+}
+
+// stalls appends the oldest unresolved batch of every partition older than
+// minAge. It reads the Checkpointer, so only the checkpointer goroutine calls
+// it; /debug/stalls gets a snapshot.
+func (s *sourceRunner) stalls(dst []Stall, states []checkpoint.PartitionState, minAge time.Duration) []Stall {
+	now := s.rt.now()
+	for _, ps := range states {
+		id := checkpoint.BatchID{Partition: ps.Partition, Epoch: ps.Epoch, Seq: ps.Next}
+		s.tableMu.Lock()
+		bi, ok := s.table[id]
+		s.tableMu.Unlock()
+		if !ok && !ps.Blocked {
+			continue // nothing unresolved in this partition
+		}
+		var age time.Duration
+		if ok {
+			age = now.Sub(bi.issued)
+		}
+		if ok && age < minAge {
+			continue
+		}
+		st := Stall{Source: s.spec.Name, Partition: s.partName(ps.Partition), Batch: id.String(), AgeMillis: age.Milliseconds(), Status: "pending"}
+		if ps.Blocked {
+			st.Status = ps.FailedStatus.String()
+		}
+		var held []checkpoint.BatchID
+		for _, sk := range s.rt.sinks {
+			held = sk.heldBatches(held[:0])
+			for _, h := range held {
+				if h == id {
+					st.HeldBy = append(st.HeldBy, sk.spec.Name)
+					break
+				}
+			}
+		}
+		if len(st.HeldBy) == 0 {
+			st.Note = "no sink's current group holds it: it is queued before a transform or sink"
+		}
+		dst = append(dst, st)
+	}
+	return dst
+}
+
+// warnStalls refreshes the /debug/stalls snapshot and logs, once per batch,
+// every partition stalled longer than StallWarning.
+func (s *sourceRunner) warnStalls(cs *cpState) {
+	cs.states = s.cp.States(cs.states[:0])
+	list := s.stalls(nil, cs.states, 0)
+	s.rt.setStalls(s.idx, list)
+	for _, st := range list {
+		if time.Duration(st.AgeMillis)*time.Millisecond < s.rt.g.spec.Checkpoint.StallWarning {
+			continue
+		}
+		if cs.warned[st.Batch] {
+			continue
+		}
+		cs.warned[st.Batch] = true
+		s.log.Warn("partition stalled: its oldest batch is unresolved", "partition", st.Partition, "batch", st.Batch, "age", time.Duration(st.AgeMillis)*time.Millisecond, "status", st.Status, "held_by", st.HeldBy)
+	}
+	if len(cs.warned) > 4096 {
+		clear(cs.warned)
+	}
+}

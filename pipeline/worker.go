@@ -1,0 +1,185 @@
+package pipeline
+
+import (
+	"sync"
+
+	"github.com/weir-etl/weir/checkpoint"
+	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/record"
+)
+
+// work is one poll batch on its way to a transform worker. A flush work item
+// carries no records: it asks every sink to flush its current group now (a
+// finite source reached its end, so waiting for MaxAge would only add latency).
+type work struct {
+	src   *sourceRunner
+	batch *connector.Batch
+	flush bool
+}
+
+// chunk is what a worker hands a sink: records of one poll batch routed to it.
+// The sink returns recs to chunkPool when done with the slice.
+type chunk struct {
+	recs  *[]record.Record
+	flush bool
+}
+
+var chunkPool = sync.Pool{New: func() any { s := make([]record.Record, 0, 64); return &s }}
+
+// worker applies the transform DAG to batches. Workers are sharded by source
+// partition, so one partition's batches reach each sink in poll order.
+type worker struct {
+	rt      *runtime
+	in      chan work
+	inRec   []record.Record    // by transform: the record being processed
+	scratch [][]record.Record  // by transform: Process output buffer
+	routes  [][]int            // by transform: Route output buffer
+	targets [][]target         // by transform: union of matched outputs' targets
+	out     []*[]record.Record // by sink: chunk being filled
+	trIn    []int              // by transform: records in, flushed to metrics per batch
+	trOut   []int              // by transform: records out
+}
+
+func newWorker(rt *runtime) *worker {
+	n := len(rt.g.transforms)
+	return &worker{
+		rt:      rt,
+		in:      make(chan work, 4),
+		inRec:   make([]record.Record, n),
+		scratch: make([][]record.Record, n),
+		routes:  make([][]int, n),
+		targets: make([][]target, n),
+		out:     make([]*[]record.Record, len(rt.g.sinks)),
+		trIn:    make([]int, n),
+		trOut:   make([]int, n),
+	}
+}
+
+func (w *worker) run() {
+	for wk := range w.in {
+		if wk.flush {
+			for _, s := range w.rt.sinks {
+				s.in <- chunk{flush: true}
+			}
+			continue
+		}
+		w.batch(wk.src, wk.batch)
+	}
+}
+
+func (w *worker) batch(src *sourceRunner, b *connector.Batch) {
+	outs := w.rt.g.sourceOut[src.idx]
+	for i := range b.Records {
+		w.emit(outs, b.Records[i])
+	}
+	src.putBatch(b)
+	for i, p := range w.out {
+		if p == nil || len(*p) == 0 {
+			continue
+		}
+		w.out[i] = nil
+		w.rt.sinks[i].in <- chunk{recs: p}
+	}
+	for i := range w.trIn {
+		if w.trIn[i] > 0 {
+			name := w.rt.g.transforms[i].name
+			w.rt.m.recordsIn.WithLabelValues(name).Add(float64(w.trIn[i]))
+			w.rt.m.recordsOut.WithLabelValues(name).Add(float64(w.trOut[i]))
+			w.trIn[i], w.trOut[i] = 0, 0
+		}
+	}
+}
+
+// emit sends rec, which holds one reference, to every target: each but the last
+// gets a copy and a clone of the reference, the last gets rec itself. With no
+// target the record is dropped, which is a delivery.
+func (w *worker) emit(ts []target, rec record.Record) {
+	if len(ts) == 0 {
+		rec.Ack.Release(checkpoint.Delivered)
+		return
+	}
+	for _, t := range ts[:len(ts)-1] {
+		c := rec.CloneData()
+		c.Ack = rec.Ack.Clone()
+		w.to(t, c)
+	}
+	w.to(ts[len(ts)-1], rec)
+}
+
+func (w *worker) to(t target, rec record.Record) {
+	if t.sink {
+		p := w.out[t.idx]
+		if p == nil {
+			p = chunkPool.Get().(*[]record.Record)
+			w.out[t.idx] = p
+		}
+		*p = append(*p, rec)
+		return
+	}
+	w.apply(t.idx, rec)
+}
+
+// apply runs transform i on rec. The reference is taken off the record first,
+// so that outputs (a map appends its modified input) start with none; the
+// runtime then gives each output a clone and the last one the original.
+func (w *worker) apply(i int, in record.Record) {
+	ct := &w.rt.g.transforms[i]
+	// Transforms take a pointer; pointing into the worker's own slot rather
+	// than at a local keeps the record off the heap. A transform is never
+	// re-entered while it runs, because the graph is acyclic.
+	rec := &w.inRec[i]
+	*rec = in
+	defer func() { *rec = record.Record{} }()
+	ref := rec.Ack
+	rec.Ack = checkpoint.AckRef{}
+	w.trIn[i]++
+	if ct.r != nil {
+		idx, err := ct.r.Route(rec, w.routes[i][:0])
+		w.routes[i] = idx[:0]
+		if err != nil {
+			w.reject(ct.name, rec, &ref, err)
+			return
+		}
+		ts := w.targets[i][:0]
+		for _, k := range idx {
+			ts = append(ts, ct.outs[k]...)
+		}
+		w.targets[i] = ts[:0]
+		if len(idx) > 0 {
+			w.trOut[i]++
+		}
+		out := *rec
+		out.Ack = ref
+		w.emit(ts, out)
+		return
+	}
+	out, err := ct.t.Process(rec, w.scratch[i][:0])
+	if err != nil {
+		clear(out)
+		w.scratch[i] = out[:0]
+		w.reject(ct.name, rec, &ref, err)
+		return
+	}
+	w.trOut[i] += len(out)
+	if len(out) == 0 {
+		ref.Release(checkpoint.Delivered)
+	}
+	for k := range out {
+		if k == len(out)-1 {
+			out[k].Ack = ref
+		} else {
+			out[k].Ack = ref.Clone()
+		}
+		w.emit(ct.outs[0], out[k])
+	}
+	clear(out)
+	w.scratch[i] = out[:0]
+}
+
+// reject resolves a record a transform failed on as Rejected: replaying it
+// would fail the same way. The partition's watermark stops before its batch,
+// and the checkpointer halts the pipeline with the error (see docs/runtime.md).
+func (w *worker) reject(name string, rec *record.Record, ref *checkpoint.AckRef, err error) {
+	w.rt.noteReject(&rejection{component: name, origin: rec.Origin, batch: ref.Batch(), err: err})
+	ref.Release(checkpoint.Rejected)
+}

@@ -1,0 +1,16 @@
+package blackhole_test
+
+import (
+	"testing"
+
+	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/connector/conformance"
+	"github.com/weir-etl/weir/sink/blackhole"
+)
+
+func TestConformance(t *testing.T) {
+	conformance.TestSink(t, conformance.SinkHarness{
+		New:   func(t *testing.T) connector.Sink { return blackhole.New() },
+		Count: func(t *testing.T, s connector.Sink) int { return int(s.(*blackhole.Sink).Flushed()) },
+	})
+}
