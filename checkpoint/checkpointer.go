@@ -100,7 +100,7 @@ func (c *Checkpointer) DrainFunc(f func(AckMsg, ResolveOutcome)) DrainStats {
 			o := c.Apply(m)
 			st.Messages++
 			st.Outcomes[o]++
-			if o != Stale && o != Impossible {
+			if o != Stale && o != Impossible && o != Duplicate {
 				st.Statuses[m.Status]++
 			}
 			if m.Leaked {
@@ -149,10 +149,17 @@ func (c *Checkpointer) assign(p Partition, e Epoch, start Position) {
 	if e <= cp.lastEpoch {
 		panic(fmt.Sprintf("checkpoint: partition %d assigned epoch %d after epoch %d", p, e, cp.lastEpoch))
 	}
+	// A partition assigned afresh starts committed at its start: the source
+	// read that position from its own committed state. A re-assignment of a
+	// partition still held (a rewind) keeps the last confirmed commit, so a
+	// watermark that advanced in the old epoch but was not committed yet is
+	// still offered, even if the new epoch never makes progress.
+	if cp.mode == modeUnassigned {
+		cp.committed = start
+	}
 	cp.mode = modeActive
 	cp.lastEpoch = e
 	cp.t.reset(e, start)
-	cp.committed = start
 	cp.issued = 0
 }
 
