@@ -1,0 +1,46 @@
+//go:build integration
+
+package kafka_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/weir-etl/weir/internal/kafkatest"
+	"github.com/weir-etl/weir/record"
+	"github.com/weir-etl/weir/sink/kafka"
+)
+
+// Against a real broker: records written and flushed by the sink are all in
+// the topic, with their keys.
+func TestIntegrationSinkRoundTrip(t *testing.T) {
+	brokers := kafkatest.Brokers(t)
+	ctx := testCtx(t)
+	cl := kafkatest.Client(t, brokers)
+	topic := kafkatest.CreateTopic(ctx, t, cl, "weir-sink", 3)
+	s := openSink(ctx, t, brokers, func(c *kafka.Config) { c.Topic = topic; c.Compression = "zstd" })
+	const n = 5000
+	for g := 0; g < 5; g++ {
+		var recs []record.Record
+		for i := g * n / 5; i < (g+1)*n/5; i++ {
+			recs = append(recs, rec(fmt.Sprintf(`{"i":%d}`, i), fmt.Sprint(i)))
+		}
+		if err := s.Write(ctx, recs); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := consume(ctx, t, brokers, topic, n)
+	seen := map[string]bool{}
+	for _, r := range got {
+		if string(r.Value) != fmt.Sprintf(`{"i":%s}`, r.Key) {
+			t.Fatalf("record key %q value %q do not match", r.Key, r.Value)
+		}
+		seen[string(r.Key)] = true
+	}
+	if len(got) != n || len(seen) != n {
+		t.Fatalf("read %d records, %d distinct, want %d", len(got), len(seen), n)
+	}
+}

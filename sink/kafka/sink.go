@@ -1,0 +1,359 @@
+// Package kafka is weir's Kafka sink: an idempotent producer whose group of
+// records is durable when every broker acknowledgement (acks=all) is in.
+//
+// Write hands records to the client asynchronously; each produce's promise
+// keeps the group's first error. Flush waits until every outstanding produce
+// is acknowledged and only then reports the group durable; Abort waits the
+// same way (so that late promises cannot spill into the next group) and
+// forgets the group's error.
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/record"
+	source "github.com/weir-etl/weir/source/kafka"
+)
+
+// Config is the sink's configuration, the options under a `type: kafka` sink.
+type Config struct {
+	source.Conn `yaml:",inline"`
+	// Topic is the destination: a name, or a template whose {{field}} parts
+	// are replaced by the record's fields ("events-{{region}}", dotted paths
+	// reach nested fields).
+	Topic string `yaml:"topic"`
+	// KeyField names the field whose value becomes the message key; empty
+	// keeps the record's own key.
+	KeyField string `yaml:"key_field"`
+	// Headers copies the record's headers onto the message.
+	Headers bool `yaml:"headers"`
+	// Compression is "none", "gzip", "snappy", "lz4" or "zstd".
+	Compression string `yaml:"compression"`
+	// DeliveryTimeout bounds how long a record may wait for its
+	// acknowledgement, retries included, before its group fails.
+	DeliveryTimeout time.Duration `yaml:"delivery_timeout"`
+	// MaxBufferedRecords bounds the records waiting for acknowledgement; Write
+	// blocks beyond it.
+	MaxBufferedRecords int `yaml:"max_buffered_records"`
+}
+
+// NewConfig returns a Config with the defaults filled in.
+func NewConfig() *Config {
+	return &Config{
+		Conn:               source.Conn{ClientID: "weir"},
+		Headers:            true,
+		Compression:        "snappy",
+		DeliveryTimeout:    2 * time.Minute,
+		MaxBufferedRecords: 100000,
+	}
+}
+
+// Validate reports the first problem with c, naming the option and the fix.
+func (c *Config) Validate() error {
+	if err := c.Conn.Validate(); err != nil {
+		return err
+	}
+	if c.Topic == "" {
+		return errors.New(`kafka: topic is empty: name the destination topic, or a template such as "events-{{region}}"`)
+	}
+	if _, err := parseTemplate(c.Topic); err != nil {
+		return err
+	}
+	if _, err := compression(c.Compression); err != nil {
+		return err
+	}
+	if c.DeliveryTimeout < time.Second {
+		return fmt.Errorf("kafka: delivery_timeout %v is too short: use at least 1s", c.DeliveryTimeout)
+	}
+	if c.MaxBufferedRecords <= 0 {
+		return fmt.Errorf("kafka: max_buffered_records is %d: it must be positive", c.MaxBufferedRecords)
+	}
+	return nil
+}
+
+func compression(name string) (kgo.CompressionCodec, error) {
+	switch name {
+	case "none", "":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf(`kafka: compression %q is not valid: use "none", "gzip", "snappy", "lz4" or "zstd"`, name)
+}
+
+// template is a topic name with {{field}} parts.
+type template struct {
+	lits   []string // len(fields)+1 literal parts around the fields
+	fields [][]string
+}
+
+func parseTemplate(s string) (template, error) {
+	var t template
+	for {
+		i := strings.Index(s, "{{")
+		if i < 0 {
+			if strings.Contains(s, "}}") {
+				return t, fmt.Errorf("kafka: topic %q has a }} without {{", s)
+			}
+			t.lits = append(t.lits, s)
+			return t, nil
+		}
+		j := strings.Index(s[i:], "}}")
+		if j < 0 {
+			return t, fmt.Errorf("kafka: topic %q has a {{ without }}", s)
+		}
+		name := strings.TrimSpace(s[i+2 : i+j])
+		if name == "" {
+			return t, fmt.Errorf("kafka: topic %q has an empty {{}}: name a field", s)
+		}
+		t.lits = append(t.lits, s[:i])
+		t.fields = append(t.fields, strings.Split(name, "."))
+		s = s[i+j+2:]
+	}
+}
+
+// render returns the topic for r; a missing or non-scalar field is an error.
+func (t template) render(r *record.Record) (string, error) {
+	if len(t.fields) == 0 {
+		return t.lits[0], nil
+	}
+	var sb strings.Builder
+	for i, f := range t.fields {
+		sb.WriteString(t.lits[i])
+		v, err := field(r, f)
+		if err != nil {
+			return "", err
+		}
+		sb.WriteString(v)
+	}
+	sb.WriteString(t.lits[len(t.lits)-1])
+	return sb.String(), nil
+}
+
+// field returns the scalar at path in r's fields, formatted.
+func field(r *record.Record, path []string) (string, error) {
+	m, err := r.Fields()
+	if err != nil {
+		return "", err
+	}
+	var v any = m
+	for _, p := range path {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return "", fmt.Errorf("field %s: not an object at %q", strings.Join(path, "."), p)
+		}
+		if v, ok = obj[p]; !ok {
+			return "", fmt.Errorf("field %s is missing", strings.Join(path, "."))
+		}
+	}
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case float64, bool:
+		return fmt.Sprint(x), nil
+	}
+	return "", fmt.Errorf("field %s is %T, not a string, number or boolean", strings.Join(path, "."), v)
+}
+
+// Sink is the Kafka sink. Create it with New.
+type Sink struct {
+	name  string
+	cfg   Config
+	topic template
+	key   []string
+	cl    *kgo.Client
+
+	// cur is the current group. Promises run on the client's goroutines and
+	// record errors in the group they were produced in, so a late promise of
+	// an aborted group never fails the next one.
+	mu  sync.Mutex
+	cur *group
+}
+
+type group struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (g *group) fail(err error) {
+	g.mu.Lock()
+	if g.err == nil {
+		g.err = err
+	}
+	g.mu.Unlock()
+}
+
+func (g *group) firstErr() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.err
+}
+
+// New returns a sink for cfg, which must be valid.
+func New(name string, cfg *Config) (*Sink, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	t, _ := parseTemplate(cfg.Topic)
+	s := &Sink{name: name, cfg: *cfg, topic: t, cur: &group{}}
+	if cfg.KeyField != "" {
+		s.key = strings.Split(cfg.KeyField, ".")
+	}
+	return s, nil
+}
+
+// Open connects the producer.
+func (s *Sink) Open(ctx context.Context) error {
+	opts, err := s.cfg.Conn.Opts()
+	if err != nil {
+		return err
+	}
+	codec, _ := compression(s.cfg.Compression)
+	opts = append(opts,
+		// acks=all with the client's default idempotent producer: retries
+		// neither duplicate nor reorder records within a partition. The
+		// sink does not disable idempotency anywhere; it depends on it.
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerBatchCompression(codec),
+		kgo.RecordDeliveryTimeout(s.cfg.DeliveryTimeout),
+		kgo.MaxBufferedRecords(s.cfg.MaxBufferedRecords),
+		// Records without a key spread over partitions; keyed ones hash.
+		kgo.RecordPartitioner(kgo.UniformBytesPartitioner(64<<10, true, true, nil)),
+	)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("kafka: sink %s: %w", s.name, err)
+	}
+	if err := cl.Ping(ctx); err != nil {
+		cl.Close()
+		return fmt.Errorf("kafka: sink %s: reaching brokers %v: %w", s.name, s.cfg.Brokers, err)
+	}
+	s.cl = cl
+	return nil
+}
+
+// Write produces recs asynchronously into the current group. A record whose
+// topic or key cannot be computed is rejected; records before it were produced.
+func (s *Sink) Write(ctx context.Context, recs []record.Record) error {
+	s.mu.Lock()
+	g := s.cur
+	s.mu.Unlock()
+	if err := g.firstErr(); err != nil {
+		// The group already failed: fail fast, Abort follows.
+		return fmt.Errorf("kafka: sink %s: %w", s.name, err)
+	}
+	promise := func(_ *kgo.Record, err error) {
+		if err != nil {
+			g.fail(err)
+		}
+	}
+	for i := range recs {
+		r := &recs[i]
+		topic, err := s.topic.render(r)
+		if err != nil {
+			return &connector.RejectError{Index: i, Err: fmt.Errorf("kafka: sink %s: topic: %w", s.name, err)}
+		}
+		key := r.Key
+		if s.key != nil {
+			k, err := field(r, s.key)
+			if err != nil {
+				return &connector.RejectError{Index: i, Err: fmt.Errorf("kafka: sink %s: key_field: %w", s.name, err)}
+			}
+			key = []byte(k)
+		}
+		value, err := r.Value()
+		if err != nil {
+			return &connector.RejectError{Index: i, Err: fmt.Errorf("kafka: sink %s: %w", s.name, err)}
+		}
+		kr := &kgo.Record{Topic: topic, Key: key, Value: value, Timestamp: r.Time}
+		if s.cfg.Headers && len(r.Headers) > 0 {
+			kr.Headers = make([]kgo.RecordHeader, len(r.Headers))
+			for j, h := range r.Headers {
+				kr.Headers[j] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
+			}
+		}
+		// The record's life is not tied to this call's ctx: Flush decides
+		// whether the group is durable. ctx only bounds the wait for buffer
+		// space, which Produce does not offer separately, so check it here.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		s.cl.Produce(context.WithoutCancel(ctx), kr, promise)
+	}
+	return nil
+}
+
+// Flush returns once every record produced so far is acknowledged by all
+// in-sync replicas, with the group's first error if any failed, and starts a
+// new group.
+func (s *Sink) Flush(ctx context.Context) error {
+	if err := s.cl.Flush(ctx); err != nil {
+		return fmt.Errorf("kafka: sink %s: waiting for acknowledgements: %w", s.name, err)
+	}
+	s.mu.Lock()
+	g := s.cur
+	s.mu.Unlock()
+	if err := g.firstErr(); err != nil {
+		return fmt.Errorf("kafka: sink %s: %w", s.name, err)
+	}
+	s.newGroup()
+	return nil
+}
+
+// Abort waits for the outstanding produces of the failed group and forgets
+// its error. Its records may or may not be in Kafka: at-least-once, they are
+// written again.
+func (s *Sink) Abort(ctx context.Context) error {
+	err := s.cl.Flush(ctx)
+	s.newGroup()
+	if err != nil {
+		return fmt.Errorf("kafka: sink %s: abort: %w", s.name, err)
+	}
+	return nil
+}
+
+func (s *Sink) newGroup() {
+	s.mu.Lock()
+	s.cur = &group{}
+	s.mu.Unlock()
+}
+
+// Close closes the producer without flushing; the runtime flushes first if it
+// wants to.
+func (s *Sink) Close(context.Context) error {
+	if s.cl != nil {
+		s.cl.Close()
+	}
+	return nil
+}
+
+var _ connector.Sink = (*Sink)(nil)
+
+func init() {
+	connector.RegisterSink(connector.SinkType{
+		Name:      "kafka",
+		Doc:       "produce to Kafka with an idempotent, acks=all producer",
+		NewConfig: func() any { return NewConfig() },
+		Build: func(name string, cfg any) (connector.Sink, error) {
+			c, ok := cfg.(*Config)
+			if !ok {
+				return nil, fmt.Errorf("kafka: sink %s: configuration is %T, not *kafka.Config", name, cfg)
+			}
+			return New(name, c)
+		},
+	})
+}
