@@ -43,8 +43,14 @@ type Commit struct {
 	Position  checkpoint.Position
 }
 
-// Host is what the runtime offers a source. Its methods must be called from
-// the goroutine that calls Poll (inside Open or Poll), except where noted.
+// Host is what the runtime offers a source. Its methods must not run at the
+// same time as issuing: call them from the goroutine that calls Poll (inside
+// Open or Poll), or from another goroutine while Poll is blocked, provided a
+// happens-before edge (a lock, a channel) separates the call from the return
+// of the Poll before it and of the Poll after it. A Kafka consumer's rebalance
+// callbacks, run while Poll waits inside the client, are the case in point:
+// Revoke must run inside the callback so the rebalance waits for the final
+// commit.
 type Host interface {
 	// Assign registers a partition the source now owns, under a name that is
 	// stable across restarts ("orders/3", a file's identity), reading from start.
