@@ -9,6 +9,7 @@ import (
 	"github.com/weir-etl/weir/pipeline"
 	"github.com/weir-etl/weir/record"
 	"github.com/weir-etl/weir/sink/blackhole"
+	"github.com/weir-etl/weir/transform"
 )
 
 // keepEven is a cheap filter: it drops records with an odd offset.
@@ -44,6 +45,57 @@ func BenchmarkGenerateFilterBlackhole(b *testing.B) {
 				sp.Transforms = []pipeline.TransformSpec{{Name: "even", Inputs: []string{"gen"}, Transform: keepEven{}}}
 				if err := pipeline.Run(context.Background(), sp, quiet); err != nil {
 					b.Fatal(err)
+				}
+			}
+			el := time.Since(start)
+			runtime.ReadMemStats(&ms1)
+			recs := float64(b.N) * perOp
+			b.ReportMetric(recs/el.Seconds(), "records/s")
+			b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/recs, "allocs/record")
+		})
+	}
+}
+
+// BenchmarkFanOutRoute runs generate → route → two blackholes, with the sinks'
+// acknowledgements on and off. The route sends every record to output "all"
+// and half of them (the first half of each partition) to "half" as well, so
+// half of the records are copied and their reference cloned: the fan-out path
+// of the ack core. The conditions read only metadata, so no value is decoded
+// and the figures are the runtime's. records/s counts source records.
+func BenchmarkFanOutRoute(b *testing.B) {
+	for _, acks := range []bool{true, false} {
+		name := "acks=on"
+		if !acks {
+			name = "acks=off"
+		}
+		b.Run(name, func(b *testing.B) {
+			const perOp = 100_000
+			var ms0, ms1 runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&ms0)
+			start := time.Now()
+			for b.Loop() {
+				r, err := transform.NewRoute([]transform.RouteOutput{
+					{Name: "all", Condition: "true"},
+					{Name: "half", Condition: "origin.offset < 12500"}, // 25000 a partition
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				all, half := blackhole.New(), blackhole.New()
+				sp := fastSpec(gen(b, perOp, 4, 500),
+					pipeline.SinkSpec{Name: "all", Inputs: []string{"split.all"}, Sink: all},
+					pipeline.SinkSpec{Name: "half", Inputs: []string{"split.half"}, Sink: half})
+				for i := range sp.Sinks {
+					sp.Sinks[i].Acknowledgements = acks
+					sp.Sinks[i].Batch.MaxAge = 0 // the default: flush by count
+				}
+				sp.Transforms = []pipeline.TransformSpec{{Name: "split", Inputs: []string{"gen"}, Router: r}}
+				if err := pipeline.Run(context.Background(), sp, quiet); err != nil {
+					b.Fatal(err)
+				}
+				if all.Flushed() != perOp || half.Flushed() != perOp/2 {
+					b.Fatalf("flushed %d and %d, want %d and %d", all.Flushed(), half.Flushed(), perOp, perOp/2)
 				}
 			}
 			el := time.Since(start)

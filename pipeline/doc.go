@@ -10,9 +10,10 @@
 //
 // Every record carries a clone of its batch's AckRef. Whoever consumes a record
 // releases the reference exactly once: a transform that drops it (Delivered), a
-// transform that fails on it (Rejected), a sink after a durable flush
-// (Delivered) or after its failure policy gave up (Failed). The checkpointer
-// goroutine commits only contiguous, delivered positions.
+// transform that fails on it (Rejected, unless the sinks downstream send it to
+// their dead letter sinks), a sink after a durable flush (Delivered) or after
+// its failure policy gave up (Failed). The checkpointer goroutine commits only
+// contiguous, delivered positions.
 //
 // docs/runtime.md records the design decisions.
 package pipeline

@@ -1,5 +1,34 @@
 package pipeline
 
+import "time"
+
 // SetPauseHook sets the backpressure hook for a test; call it before Run and
 // reset it with nil after.
 func SetPauseHook(f func(source string, batches, bytes int64)) { pauseHook = f }
+
+// WithClock makes the runtime read time from now (batch ages, revoke
+// deadlines) and refresh stall reports when stallTicks delivers, instead of on
+// its own ticker.
+func WithClock(now func() time.Time, stallTicks <-chan time.Time) Option {
+	return func(o *options) { o.hooks.now, o.hooks.stallTicks = now, stallTicks }
+}
+
+// WithProgressTicks refreshes the progress display when ticks delivers.
+func WithProgressTicks(ticks <-chan time.Time) Option {
+	return func(o *options) { o.hooks.progressTicks = ticks }
+}
+
+// WithListening calls f with the metrics endpoint's address once it listens.
+func WithListening(f func(addr string)) Option {
+	return func(o *options) { o.hooks.listening = f }
+}
+
+// WithCommitted calls f from a source's checkpointer goroutine after every
+// commit round, once the watermark and committed gauges are up to date. The
+// runtime waits for f: a test may inspect the running pipeline from it.
+func WithCommitted(f func(source string)) Option {
+	return func(o *options) { o.hooks.committed = f }
+}
+
+// ProgressLine exposes the progress display's line format.
+var ProgressLine = progressLine

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -42,10 +43,24 @@ type graph struct {
 }
 
 type compiledTransform struct {
-	name string
-	t    transform.Transform
-	r    transform.Router
-	outs [][]target // one per output (a Transform has one)
+	name   string
+	t      transform.Transform
+	r      transform.Router
+	outs   [][]target // one per output (a Transform has one)
+	reject rejectPlan // what becomes of a record this transform fails on
+}
+
+// rejectPlan is where a record goes when its transform fails on it, decided
+// once from the sinks the record could have reached (see planRejects).
+type rejectPlan struct {
+	// deadLetters lists the distinct dead letter sinks of the downstream
+	// sinks; set only when every downstream sink that acknowledges uses
+	// on_failure dead_letter.
+	deadLetters []int
+	// drop is set when no downstream sink acknowledges: nothing holds the
+	// watermark for the record, so it is dropped and logged.
+	drop bool
+	// Otherwise the record resolves as Rejected and the pipeline halts.
 }
 
 // compile checks s and resolves its edges. Every problem is an error wrapping
@@ -223,6 +238,7 @@ func compile(s *Spec) (*graph, error) {
 	if err := g.checkCycles(); err != nil {
 		return nil, err
 	}
+	g.planRejects()
 	checkpointDefaults(&sp.Checkpoint)
 	if sp.Metrics.Address == "" {
 		sp.Metrics.Address = DefaultMetricsAddress
@@ -271,6 +287,65 @@ func (g *graph) checkCycles() error {
 		}
 	}
 	return nil
+}
+
+// planRejects decides, for every transform, what happens to a record it fails
+// on. Replay cannot fix such a record, so the choice is the failure policy of
+// the sinks it could have reached, the acknowledging ones (a sink with
+// acknowledgements off never holds the watermark and drops its own failures):
+//
+//   - none: the record is dropped and logged, as those sinks would do;
+//   - all use dead_letter: the record goes, with the error, to each distinct
+//     dead letter sink of theirs, and is delivered once written there;
+//   - any uses rewind or halt: the record resolves as Rejected and the
+//     pipeline halts (rewinding would fail the same way again).
+func (g *graph) planRejects() {
+	for i := range g.transforms {
+		seen := make([]bool, len(g.transforms))
+		reach := make([]bool, len(g.sinks))
+		g.downstream(i, seen, reach)
+		var plan rejectPlan
+		acking, halt := 0, false
+		for k, ok := range reach {
+			sk := &g.sinks[k]
+			if !ok || !sk.Acknowledgements {
+				continue
+			}
+			acking++
+			if sk.OnFailure != DeadLetter {
+				halt = true
+				break
+			}
+			if d := g.deadLetter[k]; !slices.Contains(plan.deadLetters, d) {
+				plan.deadLetters = append(plan.deadLetters, d)
+			}
+		}
+		switch {
+		case halt:
+			plan = rejectPlan{}
+		case acking == 0:
+			plan = rejectPlan{drop: true}
+		}
+		g.transforms[i].reject = plan
+	}
+}
+
+// downstream marks in reach every sink that transform i feeds, directly or
+// through other transforms.
+func (g *graph) downstream(i int, seen, reach []bool) {
+	if seen[i] {
+		return
+	}
+	seen[i] = true
+	for _, o := range g.transforms[i].outs {
+		for _, t := range o {
+			if t.sink {
+				reach[t.idx] = true
+			} else {
+				g.downstream(t.idx, seen, reach)
+			}
+		}
+	}
 }
 
 func sinkDefaults(sk *SinkSpec) error {

@@ -12,6 +12,7 @@ type metrics struct {
 	reg          *prometheus.Registry
 	recordsIn    *prometheus.CounterVec // component
 	recordsOut   *prometheus.CounterVec // component
+	rejected     *prometheus.CounterVec // component
 	issued       *prometheus.CounterVec // source
 	resolved     *prometheus.CounterVec // source, status
 	stale        *prometheus.CounterVec // source
@@ -31,6 +32,7 @@ func newMetrics() *metrics {
 		reg:          prometheus.NewRegistry(),
 		recordsIn:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "weir_records_in_total", Help: "Records received by a component."}, []string{"component"}),
 		recordsOut:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "weir_records_out_total", Help: "Records emitted by a component (a sink: durably flushed)."}, []string{"component"}),
+		rejected:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "weir_records_rejected_total", Help: "Records a transform or sink failed on for good (then routed by the failure policy)."}, []string{"component"}),
 		issued:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "weir_batches_issued_total", Help: "Poll batches issued an acknowledgement reference."}, []string{"source"}),
 		resolved:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "weir_batches_resolved_total", Help: "Batch resolutions applied to a current epoch, by status."}, []string{"source", "status"}),
 		stale:        prometheus.NewCounterVec(prometheus.CounterOpts{Name: "weir_acks_stale_total", Help: "Batch resolutions of an ended epoch, discarded."}, []string{"source"}),
@@ -44,7 +46,7 @@ func newMetrics() *metrics {
 		writeErrors:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "weir_sink_errors_total", Help: "Failed sink writes or flushes, before retries."}, []string{"sink"}),
 		rewinds:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "weir_rewinds_total", Help: "Partitions rewound to their watermark to replay failed data."}, []string{"source"}),
 	}
-	m.reg.MustRegister(m.recordsIn, m.recordsOut, m.issued, m.resolved, m.stale, m.leaked,
+	m.reg.MustRegister(m.recordsIn, m.recordsOut, m.rejected, m.issued, m.resolved, m.stale, m.leaked,
 		m.watermark, m.committed, m.commitTime, m.commitErrors, m.inflightB, m.inflightBy,
 		m.writeErrors, m.rewinds)
 	return m

@@ -13,6 +13,20 @@ type options struct {
 	logger   *slog.Logger
 	progress io.Writer
 	interval time.Duration
+	hooks    testHooks
+}
+
+// testHooks let tests drive the runtime's time and observe its states without
+// sleeping. They are set only through options defined in export_test.go; in
+// production every field is nil.
+type testHooks struct {
+	now           func() time.Time // the clock of batch ages and revoke deadlines
+	stallTicks    <-chan time.Time // replaces the stall refresh ticker
+	progressTicks <-chan time.Time // replaces the progress display's ticker
+	listening     func(addr string)
+	// committed is called by a checkpointer goroutine after each commit
+	// round, once the watermark and committed gauges are up to date.
+	committed func(source string)
 }
 
 // WithLogger overrides the default logger (slog.Default()).

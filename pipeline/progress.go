@@ -31,6 +31,23 @@ func (rt *runtime) noteCommitted(s *sourceRunner, states []checkpoint.PartitionS
 	rt.commitMu.Unlock()
 }
 
+// clearLine returns the cursor to the start of the line and erases it.
+const clearLine = "\r\033[K"
+
+// progressLine is one refresh of the progress display: it overwrites the
+// line with the rates of records in (read from sources) and out (flushed by
+// sinks) over elapsed, and the committed positions.
+func progressLine(in, out int64, elapsed time.Duration, committed string) string {
+	sec := elapsed.Seconds()
+	if sec <= 0 {
+		sec = 1
+	}
+	if committed == "" {
+		committed = "-"
+	}
+	return fmt.Sprintf("%sin %.0f rec/s  out %.0f rec/s  committed %s", clearLine, float64(in)/sec, float64(out)/sec, committed)
+}
+
 // progress starts the one-line live display, if asked for, and returns the
 // function that stops it.
 func (rt *runtime) progress() func() {
@@ -44,19 +61,22 @@ func (rt *runtime) progress() func() {
 		defer close(stopped)
 		t := time.NewTicker(rt.o.interval)
 		defer t.Stop()
-		lastIn, lastOut, last := rt.totalIn.Load(), rt.totalOut.Load(), time.Now()
+		ticks := t.C
+		if rt.o.hooks.progressTicks != nil {
+			ticks = rt.o.hooks.progressTicks
+		}
+		lastIn, lastOut, last := rt.totalIn.Load(), rt.totalOut.Load(), rt.now()
 		for {
 			select {
 			case <-done:
-				fmt.Fprint(w, "\r\033[K")
+				fmt.Fprint(w, clearLine)
 				return
-			case now := <-t.C:
+			case now := <-ticks:
 				in, out := rt.totalIn.Load(), rt.totalOut.Load()
-				sec := now.Sub(last).Seconds()
 				rt.commitMu.Lock()
 				committed := strings.Join(rt.committedBy, "; ")
 				rt.commitMu.Unlock()
-				fmt.Fprintf(w, "\r\033[Kin %.0f rec/s  out %.0f rec/s  committed %s", float64(in-lastIn)/sec, float64(out-lastOut)/sec, committed)
+				fmt.Fprint(w, progressLine(in-lastIn, out-lastOut, now.Sub(last), committed))
 				lastIn, lastOut, last = in, out, now
 			}
 		}

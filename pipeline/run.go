@@ -41,6 +41,9 @@ func Run(ctx context.Context, spec *Spec, opts ...Option) error {
 	}
 	rt := &runtime{g: g, o: o, log: o.logger, m: newMetrics(), now: time.Now, stopCh: make(chan struct{}),
 		rejects: map[checkpoint.BatchID]*rejection{}}
+	if o.hooks.now != nil {
+		rt.now = o.hooks.now
+	}
 	return rt.run(ctx)
 }
 
@@ -256,7 +259,7 @@ func (rt *runtime) run(ctx context.Context) error {
 
 // dispatch hands a batch to the worker of its partition.
 func (rt *runtime) dispatch(ctx context.Context, s *sourceRunner, b *connector.Batch) bool {
-	w := rt.workers[(s.idx*31+int(b.Partition))%len(rt.workers)]
+	w := rt.workerOf(s, b.Partition)
 	select {
 	case w.in <- work{src: s, batch: b}:
 		return true
@@ -269,11 +272,27 @@ func (rt *runtime) dispatch(ctx context.Context, s *sourceRunner, b *connector.B
 	}
 }
 
+// workerOf returns the worker that every batch of s's partition p goes through.
+func (rt *runtime) workerOf(s *sourceRunner, p checkpoint.Partition) *worker {
+	return rt.workers[(s.idx*31+int(p))%len(rt.workers)]
+}
+
 // flushSinks asks every sink to flush now, behind every batch already sent:
 // a source reached its end, and nothing more is coming soon.
 func (rt *runtime) flushSinks(_ *sourceRunner) {
 	for _, w := range rt.workers {
 		w.in <- work{flush: true}
+	}
+}
+
+// flushPartition asks every sink to flush now, behind every batch of s's
+// partition p already sent: p is being revoked, and its final watermark should
+// not wait for the sinks' MaxAge. Only p's worker needs the request, since
+// every batch of p went through it.
+func (rt *runtime) flushPartition(ctx context.Context, s *sourceRunner, p checkpoint.Partition) {
+	select {
+	case rt.workerOf(s, p).in <- work{flush: true}:
+	case <-ctx.Done():
 	}
 }
 
@@ -321,5 +340,8 @@ func (rt *runtime) serve(addr string) (server, error) {
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
 	rt.log.Info("metrics listening", "address", ln.Addr().String())
+	if rt.o.hooks.listening != nil {
+		rt.o.hooks.listening(ln.Addr().String())
+	}
 	return server{stop: func() { _ = hs.Close() }}, nil
 }

@@ -272,6 +272,7 @@ func (s *sinkRunner) rewrite(ctx context.Context) error {
 // policy applies the sink's OnFailure to records whose write failed for good.
 func (s *sinkRunner) policy(ctx context.Context, recs []record.Record, st checkpoint.AckStatus, err error) {
 	if st == checkpoint.Rejected {
+		s.rt.m.rejected.WithLabelValues(s.spec.Name).Add(float64(len(recs)))
 		for i := range recs {
 			if !recs[i].Ack.IsZero() {
 				s.rt.noteReject(&rejection{component: "sink " + s.spec.Name, origin: recs[i].Origin, batch: recs[i].Ack.Batch(), err: err})
@@ -312,8 +313,10 @@ func (s *sinkRunner) policy(ctx context.Context, recs []record.Record, st checkp
 func (s *sinkRunner) deadLetter(ctx context.Context, recs []record.Record, err error) {
 	p := chunkPool.Get().(*[]record.Record)
 	for i := range recs {
-		*p = append(*p, deadLetterRecord(s.spec.Name, &recs[i], err))
+		env := deadLetterRecord(componentSink, s.spec.Name, &recs[i], err)
+		env.Ack = recs[i].Ack
 		recs[i].Ack = checkpoint.AckRef{}
+		*p = append(*p, env)
 	}
 	select {
 	case s.dl.in <- chunk{recs: p}:
@@ -322,10 +325,12 @@ func (s *sinkRunner) deadLetter(ctx context.Context, recs []record.Record, err e
 	}
 }
 
-// deadLetterEnvelope is the value of a dead letter record.
+// deadLetterEnvelope is the value of a dead letter record. Exactly one of
+// Sink and Transform names the component that failed on the record.
 type deadLetterEnvelope struct {
 	Error     string          `json:"error"`
-	Sink      string          `json:"sink"`
+	Sink      string          `json:"sink,omitempty"`
+	Transform string          `json:"transform,omitempty"`
 	Source    string          `json:"source"`
 	Partition string          `json:"partition"`
 	Offset    int64           `json:"offset"`
@@ -333,8 +338,22 @@ type deadLetterEnvelope struct {
 	Raw       string          `json:"raw,omitempty"`
 }
 
-func deadLetterRecord(sink string, r *record.Record, err error) record.Record {
-	env := deadLetterEnvelope{Error: err.Error(), Sink: sink, Source: r.Origin.Source, Partition: r.Origin.Partition, Offset: r.Origin.Offset}
+// Kinds of component a dead letter names, as its envelope field and header.
+const (
+	componentSink      = "sink"
+	componentTransform = "transform"
+)
+
+// deadLetterRecord wraps r with the error of the component (kind "sink" or
+// "transform") that failed on it. The result has no reference: the caller
+// moves or clones r's onto it.
+func deadLetterRecord(kind, name string, r *record.Record, err error) record.Record {
+	env := deadLetterEnvelope{Error: err.Error(), Source: r.Origin.Source, Partition: r.Origin.Partition, Offset: r.Origin.Offset}
+	if kind == componentTransform {
+		env.Transform = name
+	} else {
+		env.Sink = name
+	}
 	if v, verr := r.Value(); verr != nil {
 		env.Raw = fmt.Sprintf("unencodable value: %v", verr)
 	} else if json.Valid(v) {
@@ -344,10 +363,10 @@ func deadLetterRecord(sink string, r *record.Record, err error) record.Record {
 	}
 	b, _ := json.Marshal(env) // a struct of strings and valid raw JSON always encodes
 	out := record.New(b)
-	out.Key, out.Time, out.Origin, out.Ack = r.Key, r.Time, r.Origin, r.Ack
+	out.Key, out.Time, out.Origin = r.Key, r.Time, r.Origin
 	out.Headers = append(append([]record.Header(nil), r.Headers...),
 		record.Header{Key: "weir.error", Value: []byte(err.Error())},
-		record.Header{Key: "weir.sink", Value: []byte(sink)})
+		record.Header{Key: "weir." + kind, Value: []byte(name)})
 	return out
 }
 

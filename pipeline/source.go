@@ -69,9 +69,10 @@ type rewindReq struct {
 }
 
 type hostReq struct {
-	p    checkpoint.Partition
-	lost bool
-	done chan error // capacity 1
+	p        checkpoint.Partition
+	lost     bool
+	deadline time.Time  // a revoke's drain deadline
+	done     chan error // capacity 1
 }
 
 func newSourceRunner(rt *runtime, idx int, spec SourceSpec) *sourceRunner {
@@ -117,9 +118,21 @@ func (s *sourceRunner) Assign(name string, start checkpoint.Position) checkpoint
 // Revoke implements connector.Host: the checkpointer goroutine waits until the
 // partition is drained (or DrainTimeout), commits its final watermark, and
 // forgets it.
+//
+// The sinks are asked to flush their current groups at once, behind the
+// partition's last batch, so that the revoke waits for the writes rather than
+// for the sinks' MaxAge.
+//
+// The drain timeout counts from the call: a worker stuck behind a stalled sink
+// delays the flush request only that long.
 func (s *sourceRunner) Revoke(ctx context.Context, p checkpoint.Partition) error {
 	s.iss.Revoke(p)
-	return s.hostRequest(ctx, hostReq{p: p})
+	timeout := s.rt.g.spec.Checkpoint.DrainTimeout
+	deadline := s.rt.now().Add(timeout)
+	fctx, cancel := context.WithTimeout(ctx, timeout)
+	s.rt.flushPartition(fctx, s, p)
+	cancel()
+	return s.hostRequest(ctx, hostReq{p: p, deadline: deadline})
 }
 
 // Lost implements connector.Host: the partition is forgotten, nothing committed.
@@ -310,8 +323,12 @@ func (s *sourceRunner) checkpoint(ctx context.Context, final <-chan struct{}) {
 	cfg := s.rt.g.spec.Checkpoint
 	tick := time.NewTicker(cfg.CommitInterval)
 	defer tick.Stop()
-	stall := time.NewTicker(min(cfg.StallWarning/2, 5*time.Second))
-	defer stall.Stop()
+	stallTicker := time.NewTicker(min(cfg.StallWarning/2, 5*time.Second))
+	defer stallTicker.Stop()
+	stall := stallTicker.C
+	if t := s.rt.o.hooks.stallTicks; t != nil {
+		stall = t
+	}
 	revokeTimer := time.NewTimer(time.Hour)
 	defer revokeTimer.Stop()
 	for {
@@ -321,7 +338,7 @@ func (s *sourceRunner) checkpoint(ctx context.Context, final <-chan struct{}) {
 		case <-tick.C:
 			s.drain()
 			s.commit(ctx, cs)
-		case <-stall.C:
+		case <-stall:
 			s.drain()
 			s.warnStalls(cs)
 		case r := <-s.reqs:
@@ -331,8 +348,8 @@ func (s *sourceRunner) checkpoint(ctx context.Context, final <-chan struct{}) {
 				s.forgetMetrics(r.p)
 				r.done <- nil
 			} else {
-				cs.revokes = append(cs.revokes, revokeWait{r: r, deadline: s.rt.now().Add(cfg.DrainTimeout)})
-				revokeTimer.Reset(cfg.DrainTimeout)
+				cs.revokes = append(cs.revokes, revokeWait{r: r, deadline: r.deadline})
+				revokeTimer.Reset(max(r.deadline.Sub(s.rt.now()), 0))
 			}
 		case <-revokeTimer.C:
 			s.drain()
@@ -439,6 +456,9 @@ func (s *sourceRunner) commit(ctx context.Context, cs *cpState) {
 	}
 	s.rt.m.inflightB.WithLabelValues(s.spec.Name).Set(float64(s.inflightBatches.Load()))
 	s.rt.m.inflightBy.WithLabelValues(s.spec.Name).Set(float64(s.inflightBytes.Load()))
+	if h := s.rt.o.hooks.committed; h != nil {
+		h(s.spec.Name)
+	}
 }
 
 func (s *sourceRunner) commitList(ctx context.Context, cs *cpState) error {

@@ -38,6 +38,7 @@ type worker struct {
 	out     []*[]record.Record // by sink: chunk being filled
 	trIn    []int              // by transform: records in, flushed to metrics per batch
 	trOut   []int              // by transform: records out
+	trRej   []int              // by transform: records it failed on
 }
 
 func newWorker(rt *runtime) *worker {
@@ -52,6 +53,7 @@ func newWorker(rt *runtime) *worker {
 		out:     make([]*[]record.Record, len(rt.g.sinks)),
 		trIn:    make([]int, n),
 		trOut:   make([]int, n),
+		trRej:   make([]int, n),
 	}
 }
 
@@ -86,6 +88,10 @@ func (w *worker) batch(src *sourceRunner, b *connector.Batch) {
 			w.rt.m.recordsIn.WithLabelValues(name).Add(float64(w.trIn[i]))
 			w.rt.m.recordsOut.WithLabelValues(name).Add(float64(w.trOut[i]))
 			w.trIn[i], w.trOut[i] = 0, 0
+		}
+		if w.trRej[i] > 0 {
+			w.rt.m.rejected.WithLabelValues(w.rt.g.transforms[i].name).Add(float64(w.trRej[i]))
+			w.trRej[i] = 0
 		}
 	}
 }
@@ -137,7 +143,7 @@ func (w *worker) apply(i int, in record.Record) {
 		idx, err := ct.r.Route(rec, w.routes[i][:0])
 		w.routes[i] = idx[:0]
 		if err != nil {
-			w.reject(ct.name, rec, &ref, err)
+			w.reject(i, rec, ref, err)
 			return
 		}
 		ts := w.targets[i][:0]
@@ -157,7 +163,7 @@ func (w *worker) apply(i int, in record.Record) {
 	if err != nil {
 		clear(out)
 		w.scratch[i] = out[:0]
-		w.reject(ct.name, rec, &ref, err)
+		w.reject(i, rec, ref, err)
 		return
 	}
 	w.trOut[i] += len(out)
@@ -176,10 +182,34 @@ func (w *worker) apply(i int, in record.Record) {
 	w.scratch[i] = out[:0]
 }
 
-// reject resolves a record a transform failed on as Rejected: replaying it
-// would fail the same way. The partition's watermark stops before its batch,
-// and the checkpointer halts the pipeline with the error (see docs/runtime.md).
-func (w *worker) reject(name string, rec *record.Record, ref *checkpoint.AckRef, err error) {
-	w.rt.noteReject(&rejection{component: name, origin: rec.Origin, batch: ref.Batch(), err: err})
-	ref.Release(checkpoint.Rejected)
+// reject routes a record that transform i failed on by the transform's
+// rejectPlan (see graph.planRejects and docs/runtime.md): to the dead letter
+// sinks downstream, each with a reference of ref; or dropped, when no
+// acknowledging sink is downstream; or resolved as Rejected, which blocks the
+// partition's watermark before the batch and makes the checkpointer halt the
+// pipeline. ref is the record's only reference; reject consumes it.
+func (w *worker) reject(i int, rec *record.Record, ref checkpoint.AckRef, err error) {
+	ct := &w.rt.g.transforms[i]
+	w.trRej[i]++
+	plan := &ct.reject
+	switch {
+	case len(plan.deadLetters) > 0:
+		last := len(plan.deadLetters) - 1
+		for k, d := range plan.deadLetters {
+			env := deadLetterRecord(componentTransform, ct.name, rec, err)
+			if k == last {
+				env.Ack = ref
+			} else {
+				env.Ack = ref.Clone()
+			}
+			w.to(target{sink: true, idx: d}, env)
+		}
+	case plan.drop:
+		w.rt.log.Error("record dropped: a transform failed on it and no downstream sink holds the watermark (acknowledgements off)",
+			"transform", ct.name, "source", rec.Origin.Source, "partition", rec.Origin.Partition, "offset", rec.Origin.Offset, "err", err)
+		ref.Release(checkpoint.Delivered)
+	default:
+		w.rt.noteReject(&rejection{component: ct.name, origin: rec.Origin, batch: ref.Batch(), err: err})
+		ref.Release(checkpoint.Rejected)
+	}
 }

@@ -1,4 +1,4 @@
-// Package cli is the weir command line: run, validate, version.
+// Package cli is the weir command line: run, validate, version, help.
 package cli
 
 import (
@@ -10,10 +10,13 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/weir-etl/weir/config"
+	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/pipeline"
 )
 
@@ -36,6 +39,7 @@ Usage:
   weir run -c FILE       run a pipeline until interrupted or its input ends
   weir validate -c FILE  check a configuration and print every problem
   weir version           print the version
+  weir help [types]      print this help, and the registered source and sink types
 
 Run "weir COMMAND --help" for a command's flags.
 
@@ -43,114 +47,225 @@ Exit codes:
   0    success
   1    configuration error
   2    usage error
-  3    runtime failure, or a sink's halt policy stopped the pipeline
+  3    runtime failure, or a failure policy halted the pipeline
   130  a second interrupt (SIGINT/SIGTERM) exited at once; the first one
        shuts down gracefully, committing only what is durable
 `
 
 // Main runs the command line with args (without the program name) and
-// returns the exit code.
+// returns the exit code. The caller exits with it: after a second interrupt
+// Main returns ExitSignal without waiting for the pipeline to stop.
 func Main(args []string, stdout, stderr io.Writer) int {
+	return (&command{stdout: stdout, stderr: stderr}).main(args)
+}
+
+// command is one invocation of the command line.
+type command struct {
+	stdout, stderr io.Writer
+	// signals delivers interrupts to run; nil means SIGINT and SIGTERM.
+	signals <-chan os.Signal
+}
+
+func (c *command) main(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(c.stderr, usage)
 		return ExitUsage
 	}
 	switch args[0] {
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
+	case "-h", "-help", "--help":
+		fmt.Fprint(c.stdout, usage)
 		return ExitOK
+	case "help":
+		return c.help(args[1:])
 	case "version":
-		fmt.Fprintf(stdout, "weir %s\n", Version)
-		return ExitOK
+		return c.version(args[1:])
 	case "run":
-		return run(args[1:], stdout, stderr)
+		return c.run(args[1:])
 	case "validate":
-		return validate(args[1:], stdout, stderr)
+		return c.validate(args[1:])
 	}
-	fmt.Fprintf(stderr, "weir: unknown command %q\n\n%s", args[0], usage)
+	return c.usageErr("weir", fmt.Sprintf("unknown command %q", args[0]))
+}
+
+// usageErr prints msg and a hint about where help is, and returns ExitUsage.
+func (c *command) usageErr(cmd, msg string) int {
+	fmt.Fprintf(c.stderr, "weir: %s\nRun \"%s --help\" for usage.\n", msg, cmd)
 	return ExitUsage
 }
 
-func flags(name, doc string, stderr io.Writer) (*flag.FlagSet, *string) {
+// flagSet returns the flags of command name. Its errors are printed by
+// parse, help goes to stdout.
+func (c *command) flagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("weir "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	file := fs.String("c", "", "the pipeline configuration `FILE` (YAML)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: weir %s -c FILE\n\n%s\n\nFlags:\n", name, doc)
-		fs.PrintDefaults()
-	}
-	return fs, file
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
 }
 
-// parse returns the config path, or an exit code when the caller must stop.
-func parse(fs *flag.FlagSet, file *string, args []string, stderr io.Writer) (string, int, bool) {
+// parse parses args; when it returns false the command must stop with code.
+func (c *command) parse(fs *flag.FlagSet, args []string, synopsis, doc string) (code int, ok bool) {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return "", ExitOK, false
+			fmt.Fprintf(c.stdout, "Usage: %s\n\n%s\n", synopsis, doc)
+			var flags strings.Builder
+			fs.SetOutput(&flags)
+			fs.PrintDefaults()
+			if flags.Len() > 0 {
+				fmt.Fprintf(c.stdout, "\nFlags:\n%s", flags.String())
+			}
+			return ExitOK, false
 		}
-		return "", ExitUsage, false
+		return c.usageErr(fs.Name(), err.Error()), false
 	}
-	if *file == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "weir: -c FILE is required, and nothing else")
-		fs.Usage()
-		return "", ExitUsage, false
+	return 0, true
+}
+
+// configFlags parses the flags of run and validate, and returns the
+// configuration path.
+func (c *command) configFlags(name, doc string, args []string) (string, int, bool) {
+	fs := c.flagSet(name)
+	file := fs.String("c", "", "the pipeline configuration `FILE` (YAML)")
+	if code, ok := c.parse(fs, args, "weir "+name+" -c FILE", doc); !ok {
+		return "", code, false
+	}
+	switch {
+	case fs.NArg() > 0:
+		return "", c.usageErr(fs.Name(), fmt.Sprintf("unexpected argument %q: give the configuration with -c FILE", fs.Arg(0))), false
+	case *file == "":
+		return "", c.usageErr(fs.Name(), "-c FILE is required"), false
 	}
 	return *file, 0, true
 }
 
-func validate(args []string, stdout, stderr io.Writer) int {
-	fs, file := flags("validate", "Checks the configuration and prints every problem, one per line.", stderr)
-	path, code, ok := parse(fs, file, args, stderr)
+func (c *command) version(args []string) int {
+	fs := c.flagSet("version")
+	if code, ok := c.parse(fs, args, "weir version", "Prints the version."); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return c.usageErr(fs.Name(), fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
+	}
+	fmt.Fprintf(c.stdout, "weir %s\n", Version)
+	return ExitOK
+}
+
+func (c *command) help(args []string) int {
+	fs := c.flagSet("help")
+	if code, ok := c.parse(fs, args, "weir help [types]", "Prints the usage and the registered source and sink types; \"types\" prints only the types."); !ok {
+		return code
+	}
+	switch {
+	case fs.NArg() == 0:
+		fmt.Fprint(c.stdout, usage)
+		fmt.Fprintln(c.stdout)
+		c.types()
+	case fs.NArg() == 1 && fs.Arg(0) == "types":
+		c.types()
+	default:
+		return c.usageErr(fs.Name(), fmt.Sprintf("unknown help topic %q (there is \"types\")", strings.Join(fs.Args(), " ")))
+	}
+	return ExitOK
+}
+
+// types lists the registered source and sink types with their one-line docs.
+func (c *command) types() {
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "Source types:")
+	for _, n := range connector.SourceTypes() {
+		t, _ := connector.LookupSource(n)
+		fmt.Fprintf(tw, "  %s\t%s\n", n, t.Doc)
+	}
+	fmt.Fprintln(tw, "\nSink types:")
+	for _, n := range connector.SinkTypes() {
+		t, _ := connector.LookupSink(n)
+		fmt.Fprintf(tw, "  %s\t%s\n", n, t.Doc)
+	}
+	fmt.Fprintln(tw, "\nTransform types: filter, map, flat_map, route (see docs/config.md).")
+	tw.Flush()
+}
+
+func (c *command) validate(args []string) int {
+	path, code, ok := c.configFlags("validate", "Checks the configuration and prints every problem, one per line.", args)
 	if !ok {
 		return code
 	}
 	if _, err := config.Load(path); err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintln(c.stderr, err)
 		return ExitConfig
 	}
-	fmt.Fprintf(stdout, "%s: ok\n", path)
+	fmt.Fprintf(c.stdout, "%s: ok\n", path)
 	return ExitOK
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	fs, file := flags("run", "Runs the pipeline until interrupted or its input ends. The first SIGINT or\nSIGTERM shuts down gracefully; a second exits at once with code 130.", stderr)
-	path, code, ok := parse(fs, file, args, stderr)
+func (c *command) run(args []string) int {
+	path, code, ok := c.configFlags("run", "Runs the pipeline until interrupted or its input ends. The first SIGINT or\nSIGTERM shuts down gracefully; a second exits at once with code 130.", args)
 	if !ok {
 		return code
 	}
 	spec, err := config.Load(path)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintln(c.stderr, err)
 		return ExitConfig
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log := slog.New(slog.NewTextHandler(c.stderr, nil))
+	sigs := c.signals
+	if sigs == nil {
+		ch := make(chan os.Signal, 2)
+		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+		defer signal.Stop(ch)
+		sigs = ch
+	}
+	opts := []pipeline.Option{pipeline.WithLogger(log)}
+	if w := progressTo(c.stderr); w != nil {
+		opts = append(opts, pipeline.WithProgress(w, time.Second))
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		<-sigs
-		log.Info("interrupt: shutting down gracefully (interrupt again to exit at once)")
-		stop()
-		<-sigs
-		fmt.Fprintln(stderr, "weir: second interrupt: exiting at once; uncommitted data will be read again")
-		os.Exit(ExitSignal)
-	}()
-	opts := []pipeline.Option{pipeline.WithLogger(log)}
-	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
-		opts = append(opts, pipeline.WithProgress(f, time.Second))
-	}
-	if err := pipeline.Run(ctx, spec, opts...); err != nil {
-		fmt.Fprintln(stderr, "weir:", err)
-		if errors.Is(err, pipeline.ErrSpec) {
-			return ExitConfig
+	done := make(chan error, 1)
+	go func() { done <- pipeline.Run(ctx, spec, opts...) }()
+	interrupted := false
+	for {
+		select {
+		case err := <-done:
+			return c.exitCode(err)
+		case <-sigs:
+			if !interrupted {
+				interrupted = true
+				log.Info("interrupt: shutting down gracefully (interrupt again to exit at once)")
+				stop()
+				continue
+			}
+			// The pipeline is left running; the process exits with this code,
+			// and whatever was not committed is read again next time.
+			fmt.Fprintln(c.stderr, "weir: second interrupt: exiting at once; uncommitted data will be read again")
+			return ExitSignal
 		}
-		return ExitRuntime
 	}
-	return ExitOK
 }
 
+func (c *command) exitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintln(c.stderr, "weir:", err)
+	if errors.Is(err, pipeline.ErrSpec) {
+		return ExitConfig
+	}
+	return ExitRuntime
+}
+
+// progressTo returns where the progress display goes: w when it is a
+// terminal, nil otherwise (a file, a pipe, a log collector), where a line
+// redrawn every second would only be noise.
+func progressTo(w io.Writer) io.Writer {
+	if f, ok := w.(*os.File); ok && isTerminal(f) {
+		return f
+	}
+	return nil
+}
+
+// isTerminal reports whether f is a character device. That is true of
+// terminals and also of /dev/null, where the display is harmlessly discarded.
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0

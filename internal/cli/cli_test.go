@@ -1,0 +1,296 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/record"
+	_ "github.com/weir-etl/weir/sink/blackhole"
+	_ "github.com/weir-etl/weir/sink/stdout"
+	_ "github.com/weir-etl/weir/source/generate"
+)
+
+// syncBuffer is a buffer safe for the pipeline's goroutines and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// gate is the sink of the "cli_test_gate" type: its first Write closes
+// gateEntered, and every Write waits for gateRelease. Tests set both before
+// running a pipeline that uses it.
+var gateEntered, gateRelease chan struct{}
+
+type gate struct {
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (g *gate) Open(context.Context) error { return nil }
+func (g *gate) Write(ctx context.Context, _ []record.Record) error {
+	g.once.Do(func() { close(g.entered) })
+	<-g.release
+	return nil
+}
+func (g *gate) Flush(context.Context) error { return nil }
+func (g *gate) Abort(context.Context) error { return nil }
+func (g *gate) Close(context.Context) error { return nil }
+
+func init() {
+	connector.RegisterSink(connector.SinkType{
+		Name:      "cli_test_gate",
+		Doc:       "blocks writes until the test opens it",
+		NewConfig: func() any { return &struct{}{} },
+		Build: func(string, any) (connector.Sink, error) {
+			return &gate{entered: gateEntered, release: gateRelease}, nil
+		},
+	})
+}
+
+func writeConfig(t *testing.T, yaml string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "weir.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const okConfig = `
+sources:
+  in: { type: generate, count: 1000, partitions: 2, batch_size: 50 }
+sinks:
+  out: { type: blackhole, inputs: [in] }
+checkpoint: { commit_interval: 10ms }
+metrics: { address: "off" }
+`
+
+// Every problem of the file is printed, not only the first.
+const badConfig = `
+sources:
+  in: { type: nosuch }
+sinks:
+  out: { type: blackhole, inputs: [in], colour: red }
+`
+
+// A filter comparing a missing field with a number fails on every record:
+// the record is rejected, the sink's policy is rewind, and replay cannot help.
+const haltConfig = `
+sources:
+  in: { type: generate, count: 100, batch_size: 10 }
+transforms:
+  f: { type: filter, inputs: [in], condition: 'missing > 1' }
+sinks:
+  out: { type: blackhole, inputs: [f] }
+metrics: { address: "off" }
+`
+
+const gateConfig = `
+sources:
+  in: { type: generate, batch_size: 10 }
+sinks:
+  out: { type: cli_test_gate, inputs: [in] }
+checkpoint: { shutdown_timeout: 1h }
+metrics: { address: "off" }
+`
+
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var out, errb syncBuffer
+	code = Main(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestExitCodes(t *testing.T) {
+	ok, bad, halt := writeConfig(t, okConfig), writeConfig(t, badConfig), writeConfig(t, haltConfig)
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		code       int
+		stdout     []string
+		stderr     []string
+		quietOut   bool // nothing on stdout
+		quietError bool // nothing on stderr
+	}{
+		{"validate ok", []string{"validate", "-c", ok}, ExitOK, []string{ok + ": ok"}, nil, false, true},
+		{"run to the end", []string{"run", "-c", ok}, ExitOK, nil, []string{"all input read and committed"}, true, false},
+		{"validate config error", []string{"validate", "-c", bad}, ExitConfig, nil,
+			[]string{"2 problems", `unknown source type "nosuch"`, `unknown option "colour"`}, true, false},
+		{"run config error", []string{"run", "-c", bad}, ExitConfig, nil,
+			[]string{"2 problems", `unknown source type "nosuch"`, `unknown option "colour"`}, true, false},
+		{"missing file", []string{"validate", "-c", filepath.Join(t.TempDir(), "none.yaml")}, ExitConfig, nil, []string{"none.yaml"}, true, false},
+		{"runtime halt", []string{"run", "-c", halt}, ExitRuntime, nil, []string{"weir: pipeline: halted", "f rejected a record"}, true, false},
+		{"no command", nil, ExitUsage, nil, []string{"Usage:"}, true, false},
+		{"unknown command", []string{"rnu"}, ExitUsage, nil, []string{`unknown command "rnu"`, `Run "weir --help" for usage.`}, true, false},
+		{"run without -c", []string{"run"}, ExitUsage, nil, []string{"-c FILE is required", `Run "weir run --help" for usage.`}, true, false},
+		{"unknown flag", []string{"validate", "-x"}, ExitUsage, nil, []string{"flag provided but not defined: -x", `Run "weir validate --help"`}, true, false},
+		{"extra argument", []string{"run", "-c", ok, "more"}, ExitUsage, nil, []string{`unexpected argument "more"`, `Run "weir run --help"`}, true, false},
+		{"version argument", []string{"version", "now"}, ExitUsage, nil, []string{`unexpected argument "now"`}, true, false},
+		{"help topic", []string{"help", "sinks"}, ExitUsage, nil, []string{`unknown help topic "sinks"`, `Run "weir help --help"`}, true, false},
+		{"version", []string{"version"}, ExitOK, []string{"weir dev\n"}, nil, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.code, stdout, stderr)
+			}
+			for _, s := range tc.stdout {
+				if !strings.Contains(stdout, s) {
+					t.Errorf("stdout lacks %q:\n%s", s, stdout)
+				}
+			}
+			for _, s := range tc.stderr {
+				if !strings.Contains(stderr, s) {
+					t.Errorf("stderr lacks %q:\n%s", s, stderr)
+				}
+			}
+			if tc.quietOut && stdout != "" {
+				t.Errorf("stdout not empty: %s", stdout)
+			}
+			if tc.quietError && stderr != "" {
+				t.Errorf("stderr not empty: %s", stderr)
+			}
+		})
+	}
+}
+
+func TestHelpOnEveryCommand(t *testing.T) {
+	for _, args := range [][]string{
+		{"--help"}, {"-h"}, {"run", "--help"}, {"validate", "-h"}, {"version", "--help"}, {"help", "--help"},
+	} {
+		code, stdout, stderr := runCLI(args...)
+		if code != ExitOK || stderr != "" || !strings.Contains(stdout, "Usage:") {
+			t.Errorf("weir %s: exit %d, stdout %q, stderr %q; want 0 and usage on stdout", strings.Join(args, " "), code, stdout, stderr)
+		}
+		if len(args) == 2 && !strings.Contains(stdout, "weir "+args[0]) {
+			t.Errorf("weir %s: usage does not name the command:\n%s", strings.Join(args, " "), stdout)
+		}
+	}
+	_, stdout, _ := runCLI("run", "--help")
+	if !strings.Contains(stdout, "-c FILE") {
+		t.Errorf("run --help does not list -c:\n%s", stdout)
+	}
+}
+
+func TestHelpListsTypes(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"help", "types"}} {
+		code, stdout, _ := runCLI(args...)
+		if code != ExitOK {
+			t.Fatalf("weir %v: exit %d", args, code)
+		}
+		for _, want := range []string{
+			`(?m)^  generate +generates records from a JSON template`,
+			`(?m)^  blackhole +discards records, counting them$`,
+			`(?m)^  cli_test_gate +blocks writes`,
+		} {
+			if !regexp.MustCompile(want).MatchString(stdout) {
+				t.Errorf("weir %v lacks %q:\n%s", args, want, stdout)
+			}
+		}
+		if usage := strings.Contains(stdout, "Exit codes:"); usage != (len(args) == 1) {
+			t.Errorf("weir %v: usage printed %v", args, usage)
+		}
+	}
+}
+
+// runGate starts "weir run" on the gate pipeline with injected signals, and
+// returns once the sink is writing.
+func runGate(t *testing.T) (sigs chan os.Signal, code chan int, stderr *syncBuffer) {
+	t.Helper()
+	gateEntered, gateRelease = make(chan struct{}), make(chan struct{})
+	entered := gateEntered
+	path := writeConfig(t, gateConfig)
+	sigs, code, stderr = make(chan os.Signal), make(chan int, 1), &syncBuffer{}
+	c := &command{stdout: &syncBuffer{}, stderr: stderr, signals: sigs}
+	go func() { code <- c.main([]string{"run", "-c", path}) }()
+	<-entered
+	return sigs, code, stderr
+}
+
+// Guarantee: the first interrupt shuts down gracefully (exit 0 once the
+// pipeline stopped); a second one exits at once with 130, without waiting for
+// a sink that holds shutdown up.
+func TestSignals(t *testing.T) {
+	t.Run("one", func(t *testing.T) {
+		sigs, code, stderr := runGate(t)
+		release := gateRelease
+		sigs <- os.Interrupt
+		close(release)
+		if c := <-code; c != ExitOK {
+			t.Errorf("exit %d after one interrupt, want 0\n%s", c, stderr)
+		}
+	})
+	t.Run("two", func(t *testing.T) {
+		sigs, code, stderr := runGate(t)
+		release := gateRelease
+		defer close(release) // let the abandoned pipeline finish
+		sigs <- os.Interrupt
+		sigs <- os.Interrupt // received only after the first was handled
+		if c := <-code; c != ExitSignal {
+			t.Errorf("exit %d after two interrupts, want 130", c)
+		}
+		if s := stderr.String(); !strings.Contains(s, "shutting down gracefully") || !strings.Contains(s, "second interrupt") {
+			t.Errorf("stderr does not tell of both interrupts:\n%s", s)
+		}
+	})
+}
+
+func TestProgressOnlyOnATerminal(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	for name, out := range map[string]io.Writer{"buffer": &bytes.Buffer{}, "file": f, "pipe": w} {
+		if got := progressTo(out); got != nil {
+			t.Errorf("progress shown on a %s", name)
+		}
+	}
+	// A character device is taken for a terminal (so is /dev/null, where the
+	// display is discarded).
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer null.Close()
+	if progressTo(null) == nil {
+		t.Errorf("no progress on a character device")
+	}
+}
+
+// The example pipeline runs and ends by itself once its input is committed.
+func TestGenerateExampleRuns(t *testing.T) {
+	path := filepath.Join("..", "..", "examples", "generate.yaml")
+	if code, _, stderr := runCLI("validate", "-c", path); code != ExitOK {
+		t.Fatalf("validate %s: exit %d\n%s", path, code, stderr)
+	}
+	code, _, stderr := runCLI("run", "-c", path)
+	if code != ExitOK || !strings.Contains(stderr, "all input read and committed") {
+		t.Errorf("run %s: exit %d\n%s", path, code, stderr)
+	}
+}
