@@ -11,8 +11,12 @@ import (
 
 	// Connectors register themselves with the configuration.
 	_ "github.com/weir-etl/weir/sink/blackhole"
+	_ "github.com/weir-etl/weir/sink/file"
+	_ "github.com/weir-etl/weir/sink/kafka"
 	_ "github.com/weir-etl/weir/sink/stdout"
+	_ "github.com/weir-etl/weir/source/file"
 	_ "github.com/weir-etl/weir/source/generate"
+	_ "github.com/weir-etl/weir/source/kafka"
 )
 
 func main() { os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr)) }

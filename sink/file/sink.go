@@ -1,0 +1,439 @@
+// Package file is weir's file sink: it writes records as NDJSON (optionally
+// gzip or zstd compressed) or parquet chunk files under a directory, on paths
+// rendered from a template.
+//
+// A group (everything written between two Flushes) goes to hidden temporary
+// files beside their final names. Flush seals each one (closes the encoder,
+// fsyncs the file), renames it to its final name and fsyncs the directories,
+// and only then returns nil, so a chunk a reader can see is complete and
+// durable. Abort deletes the temporary files: nothing of an aborted group is
+// ever visible.
+package file
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/record"
+)
+
+func init() {
+	connector.RegisterSink(connector.SinkType{
+		Name:      "file",
+		Doc:       "writes NDJSON (gzip, zstd) or parquet chunk files, made visible atomically on flush",
+		NewConfig: func() any { return NewConfig() },
+		Build: func(name string, cfg any) (connector.Sink, error) {
+			c, ok := cfg.(*Config)
+			if !ok {
+				return nil, fmt.Errorf("sink/file: configuration is %T, want *file.Config", cfg)
+			}
+			return New(name, c)
+		},
+	})
+}
+
+// Sink is the file sink. Build it with New. Like every sink it is used from
+// one goroutine.
+type Sink struct {
+	name  string
+	cfg   Config
+	tmpl  pathTemplate
+	fixed *pqSchema // parquet schema from the configuration, or nil
+	runID string    // makes chunk names unique across runs and processes
+	seq   uint64
+	now   func() time.Time
+
+	open    map[string]*chunk // by rendered template
+	sealed  []*chunk          // complete, fsynced, waiting for Flush to rename
+	created []string          // directories made since the last Flush
+	key     []byte            // render scratch
+	gzFree  []*gzip.Writer
+	zsFree  []*zstd.Encoder
+	bwFree  []*bufio.Writer
+}
+
+// chunk is one temporary output file.
+type chunk struct {
+	dir, tmp, final string
+	f               *os.File
+	bw              *bufio.Writer
+	gz              *gzip.Writer
+	zs              *zstd.Encoder
+	w               io.Writer // where ndjson goes: bw or the compressor
+	pq              *pqWriter
+	records         int
+	bytes           int64
+	opened          time.Time
+	renamed         bool
+}
+
+// New returns a file sink called name. cfg is validated.
+func New(name string, cfg *Config) (*Sink, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	t, _ := parseTemplate(cfg.Template)
+	var id [4]byte
+	rand.Read(id[:])
+	s := &Sink{
+		name:  name,
+		cfg:   *cfg,
+		tmpl:  t,
+		runID: time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(id[:]),
+		now:   time.Now,
+		open:  map[string]*chunk{},
+	}
+	if len(cfg.Schema) > 0 {
+		s.fixed = schemaFromConfig(cfg.Schema)
+	}
+	return s, nil
+}
+
+// Batching returns the flush triggers that make this sink's chunks the size
+// its configuration asks for: the runtime should flush at least this often.
+// Chunks are sealed by max_records and max_bytes on their own, but become
+// visible only on Flush, so max_age is honoured only through the runtime.
+func (s *Sink) Batching() (maxRecords int, maxBytes int64, maxAge time.Duration) {
+	return s.cfg.MaxRecords, s.cfg.MaxBytes, s.cfg.MaxAge
+}
+
+// Open creates the output directory.
+func (s *Sink) Open(ctx context.Context) error {
+	if err := s.mkdir(s.cfg.Path); err != nil {
+		return err
+	}
+	return s.syncCreated()
+}
+
+// mkdir creates dir and its missing parents, remembering them so that Flush
+// can fsync their parents: a renamed chunk is durable only if every directory
+// above it is.
+func (s *Sink) mkdir(dir string) error {
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		missing = append(missing, d)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("sink/file: creating directory %s: %w", dir, err)
+	}
+	s.created = append(s.created, missing...)
+	return nil
+}
+
+// Write appends records to their chunks. A record that cannot be encoded (not
+// JSON for parquet, a line break in an NDJSON value, a field the template or
+// the configured schema cannot take) is a *connector.RejectError.
+func (s *Sink) Write(ctx context.Context, recs []record.Record) error {
+	now := s.now().UTC()
+	if !s.tmpl.hasFields {
+		s.key, _ = s.tmpl.render(s.key[:0], now, nil)
+	}
+	for i := range recs {
+		r := &recs[i]
+		if s.tmpl.hasFields {
+			var err error
+			if s.key, err = s.tmpl.render(s.key[:0], now, r); err != nil {
+				return &connector.RejectError{Index: i, Err: fmt.Errorf("sink/file: %w", err)}
+			}
+		}
+		if err := s.write(r, now); err != nil {
+			var rej *rejectErr
+			if errors.As(err, &rej) {
+				return &connector.RejectError{Index: i, Err: rej.err}
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// rejectErr marks an error that is the record's fault, not the disk's.
+type rejectErr struct{ err error }
+
+func (e *rejectErr) Error() string { return e.err.Error() }
+
+func reject(format string, a ...any) error {
+	return &rejectErr{fmt.Errorf("sink/file: "+format, a...)}
+}
+
+func (s *Sink) write(r *record.Record, now time.Time) error {
+	c := s.open[string(s.key)]
+	if c != nil && (c.records >= s.cfg.MaxRecords || c.bytes >= s.cfg.MaxBytes || now.Sub(c.opened) >= s.cfg.MaxAge) {
+		if err := s.seal(c); err != nil {
+			return err
+		}
+		c = nil
+	}
+	if s.cfg.Format == "parquet" {
+		return s.writeParquet(c, r, now)
+	}
+	v, err := r.Value()
+	if err != nil {
+		return &rejectErr{fmt.Errorf("sink/file: %w", err)}
+	}
+	if bytes.IndexByte(v, '\n') >= 0 {
+		return reject("value contains a line break, which NDJSON cannot hold")
+	}
+	if c == nil {
+		if c, err = s.newChunk(now, nil); err != nil {
+			return err
+		}
+	}
+	if _, err := c.w.Write(v); err != nil {
+		return fmt.Errorf("sink/file: writing %s: %w", c.tmp, err)
+	}
+	if _, err := c.w.Write(newline); err != nil {
+		return fmt.Errorf("sink/file: writing %s: %w", c.tmp, err)
+	}
+	c.records++
+	c.bytes += int64(len(v)) + 1
+	return nil
+}
+
+var newline = []byte{'\n'}
+
+func (s *Sink) writeParquet(c *chunk, r *record.Record, now time.Time) error {
+	fields, err := r.Fields()
+	if err != nil {
+		return &rejectErr{fmt.Errorf("sink/file: parquet needs a JSON object: %w", err)}
+	}
+	if c != nil {
+		if err := c.pq.s.fit(fields); err != nil {
+			if s.fixed != nil {
+				return &rejectErr{fmt.Errorf("sink/file: %w: add it to schema or fix the record", err)}
+			}
+			// An inferred schema follows the data: a record that does not fit
+			// starts a new chunk with its own schema.
+			if err := s.seal(c); err != nil {
+				return err
+			}
+			c = nil
+		}
+	}
+	if c == nil {
+		sch := s.fixed
+		if sch == nil {
+			sch = inferSchema(fields)
+		} else if err := sch.fit(fields); err != nil {
+			return &rejectErr{fmt.Errorf("sink/file: %w: add it to schema or fix the record", err)}
+		}
+		if c, err = s.newChunk(now, sch); err != nil {
+			return err
+		}
+	}
+	if err := c.pq.write(fields); err != nil {
+		return fmt.Errorf("sink/file: writing %s: %w", c.tmp, err)
+	}
+	c.records++
+	c.bytes += int64(r.Size())
+	return nil
+}
+
+func (s *Sink) newChunk(now time.Time, sch *pqSchema) (*chunk, error) {
+	s.seq++
+	rel := filepath.FromSlash(string(s.key))
+	final := filepath.Join(s.cfg.Path, fmt.Sprintf("%s-%s-%06d%s", rel, s.runID, s.seq, s.cfg.ext()))
+	dir := filepath.Dir(final)
+	if err := s.mkdir(dir); err != nil {
+		return nil, err
+	}
+	// The temporary name is hidden (a leading dot) so that readers globbing
+	// for chunks never pick up an unfinished one.
+	tmp := filepath.Join(dir, "."+filepath.Base(final)+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("sink/file: creating chunk: %w", err)
+	}
+	c := &chunk{dir: dir, tmp: tmp, final: final, f: f, opened: now}
+	if n := len(s.bwFree); n > 0 {
+		c.bw, s.bwFree = s.bwFree[n-1], s.bwFree[:n-1]
+		c.bw.Reset(f)
+	} else {
+		c.bw = bufio.NewWriterSize(f, s.cfg.BufferBytes)
+	}
+	c.w = c.bw
+	switch {
+	case sch != nil:
+		c.pq = newPQWriter(c.bw, sch, s.cfg.Compression)
+	case s.cfg.Compression == "gzip":
+		if n := len(s.gzFree); n > 0 {
+			c.gz, s.gzFree = s.gzFree[n-1], s.gzFree[:n-1]
+			c.gz.Reset(c.bw)
+		} else {
+			c.gz = gzip.NewWriter(c.bw)
+		}
+		c.w = c.gz
+	case s.cfg.Compression == "zstd":
+		if n := len(s.zsFree); n > 0 {
+			c.zs, s.zsFree = s.zsFree[n-1], s.zsFree[:n-1]
+			c.zs.Reset(c.bw)
+		} else {
+			c.zs, err = zstd.NewWriter(c.bw, zstd.WithEncoderConcurrency(1))
+			if err != nil {
+				f.Close()
+				os.Remove(tmp)
+				return nil, fmt.Errorf("sink/file: zstd: %w", err)
+			}
+		}
+		c.w = c.zs
+	}
+	s.open[string(s.key)] = c
+	return c, nil
+}
+
+// seal completes a chunk's file and fsyncs it; it stays hidden until Flush.
+func (s *Sink) seal(c *chunk) error {
+	for k, oc := range s.open {
+		if oc == c {
+			delete(s.open, k)
+		}
+	}
+	s.sealed = append(s.sealed, c)
+	var err error
+	switch {
+	case c.pq != nil:
+		err = c.pq.close()
+	case c.gz != nil:
+		err = c.gz.Close()
+		s.gzFree = append(s.gzFree, c.gz)
+		c.gz = nil
+	case c.zs != nil:
+		err = c.zs.Close()
+		s.zsFree = append(s.zsFree, c.zs)
+		c.zs = nil
+	}
+	if err == nil {
+		err = c.bw.Flush()
+	}
+	if err == nil {
+		c.bw.Reset(nil)
+		s.bwFree = append(s.bwFree, c.bw)
+	}
+	if err == nil {
+		err = c.f.Sync()
+	}
+	if cerr := c.f.Close(); err == nil {
+		err = cerr
+	}
+	c.f = nil
+	if err != nil {
+		return fmt.Errorf("sink/file: completing %s: %w", c.tmp, err)
+	}
+	return nil
+}
+
+// Flush makes the group durable and visible: it seals every open chunk,
+// renames each to its final name and fsyncs the directories involved. On
+// error nothing more is renamed and the runtime calls Abort; a chunk renamed
+// before the error stays visible, and its records are written again by the
+// replay (at-least-once).
+func (s *Sink) Flush(ctx context.Context) error {
+	for _, c := range s.open {
+		if err := s.seal(c); err != nil {
+			return err
+		}
+	}
+	dirs := map[string]bool{}
+	for _, c := range s.sealed {
+		if c.renamed {
+			continue
+		}
+		if err := os.Rename(c.tmp, c.final); err != nil {
+			return fmt.Errorf("sink/file: publishing chunk: %w", err)
+		}
+		c.renamed = true
+		dirs[c.dir] = true
+	}
+	for _, d := range s.created {
+		dirs[filepath.Dir(d)] = true
+	}
+	for d := range dirs {
+		if err := syncDir(d); err != nil {
+			return err
+		}
+	}
+	s.sealed, s.created = s.sealed[:0], s.created[:0]
+	return nil
+}
+
+func (s *Sink) syncCreated() error {
+	for _, d := range s.created {
+		if err := syncDir(filepath.Dir(d)); err != nil {
+			return err
+		}
+	}
+	s.created = s.created[:0]
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sink/file: syncing directory: %w", err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sink/file: syncing directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Abort discards the group: every temporary file is deleted, so nothing of it
+// becomes visible.
+func (s *Sink) Abort(ctx context.Context) error {
+	var first error
+	discard := func(c *chunk) {
+		if c.f != nil {
+			c.f.Close()
+			c.f = nil
+		}
+		if c.renamed {
+			return
+		}
+		// ENOTDIR: its directory was replaced, so the file is gone too.
+		if err := os.Remove(c.tmp); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) && first == nil {
+			first = fmt.Errorf("sink/file: discarding %s: %w", c.tmp, err)
+		}
+	}
+	for k, c := range s.open {
+		// The encoders are dropped, not pooled: their state is unknown.
+		discard(c)
+		delete(s.open, k)
+	}
+	for _, c := range s.sealed {
+		discard(c)
+	}
+	s.sealed = s.sealed[:0]
+	return first
+}
+
+// Close discards anything not flushed (the runtime flushes first if it wants
+// the data kept).
+func (s *Sink) Close(ctx context.Context) error {
+	err := s.Abort(ctx)
+	for _, z := range s.zsFree {
+		z.Close()
+	}
+	s.zsFree, s.gzFree = nil, nil
+	return err
+}

@@ -1,0 +1,84 @@
+//go:build unix
+
+package file
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+)
+
+// fileKey is a file's identity on this machine: it survives renames.
+type fileKey struct{ Dev, Ino uint64 }
+
+func (k fileKey) String() string { return fmt.Sprintf("%d:%d", k.Dev, k.Ino) }
+
+func keyOf(fi os.FileInfo) (fileKey, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileKey{}, false
+	}
+	return fileKey{Dev: uint64(st.Dev), Ino: uint64(st.Ino)}, true //nolint:unconvert // Dev is int32 on some systems
+}
+
+func linkCount(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink) //nolint:unconvert // Nlink is uint16 on some systems
+	}
+	return 1
+}
+
+// fingerprint hashes the first n bytes of r. An inode number can be reused by
+// a new file once the old one is deleted; the leading bytes tell them apart.
+func fingerprint(r io.ReaderAt, n int) ([]byte, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	buf := make([]byte, n)
+	if _, err := r.ReadAt(buf, 0); err != nil {
+		return nil, fmt.Errorf("reading fingerprint: %w", err)
+	}
+	sum := sha256.Sum256(buf)
+	return sum[:16], nil
+}
+
+// entry is the persisted state of one file, keyed by fileKey.
+type entry struct {
+	Name  string `json:"name"` // partition name given to the runtime
+	Gen   uint64 `json:"gen"`  // incarnation: bumped on truncation or inode reuse
+	Path  string `json:"path"` // last path seen, for people reading the state
+	FPLen int    `json:"fp_len"`
+	FP    []byte `json:"fp"`
+	Pos   int64  `json:"pos"` // committed position: every line before it is safe
+}
+
+func (e *entry) encode() []byte {
+	b, err := json.Marshal(e)
+	if err != nil {
+		panic(fmt.Sprintf("source/file: encoding state entry: %v", err))
+	}
+	return b
+}
+
+func decodeEntry(b []byte) (entry, error) {
+	var e entry
+	err := json.Unmarshal(b, &e)
+	return e, err
+}
+
+// matches reports whether r still begins with the bytes e was fingerprinted on.
+func (e *entry) matches(r io.ReaderAt, size int64) bool {
+	if size < int64(e.FPLen) {
+		return false
+	}
+	fp, err := fingerprint(r, e.FPLen)
+	return err == nil && bytes.Equal(fp, e.FP)
+}
+
+func partitionName(path string, k fileKey, gen uint64) string {
+	return fmt.Sprintf("%s@%s/%d", path, k, gen)
+}
