@@ -139,3 +139,13 @@ func (e *RejectError) Error() string {
 }
 
 func (e *RejectError) Unwrap() error { return e.Err }
+
+// Describer is an optional interface a Sink may implement to say where its
+// output went, for the summary `weir run` prints when a pipeline ends: for
+// example "./out/paid: 2 chunks, 373 records". The runtime calls Describe
+// once, after the sink's goroutine has finished and before Close; it should
+// be cheap and must not block. It returns one short line, or "" for nothing
+// to add.
+type Describer interface {
+	Describe() string
+}

@@ -13,6 +13,7 @@ type options struct {
 	logger   *slog.Logger
 	progress io.Writer
 	interval time.Duration
+	report   func(*Report)
 	hooks    testHooks
 }
 

@@ -75,7 +75,12 @@ type runtime struct {
 	totalIn, totalOut atomic.Int64
 	commitMu          sync.Mutex
 	committedBy       []string // by source: a short summary of committed positions
+
+	trCounts []trCount // by transform: totals for the Report, added per batch
 }
+
+// trCount is one transform's totals, added by the workers once per batch.
+type trCount struct{ in, out, rej atomic.Int64 }
 
 // rejection is a record a transform failed on.
 type rejection struct {
@@ -121,7 +126,9 @@ func (rt *runtime) firstErr() error {
 }
 
 func (rt *runtime) run(ctx context.Context) error {
+	start := time.Now()
 	sp := &rt.g.spec
+	rt.trCounts = make([]trCount, len(rt.g.transforms))
 	srv, err := rt.serve(sp.Metrics.Address)
 	if err != nil {
 		return err
@@ -237,6 +244,11 @@ func (rt *runtime) run(ctx context.Context) error {
 	close(final)
 	cpWG.Wait()
 	stopProgress()
+	var rep *Report
+	if rt.o.report != nil {
+		rep = rt.report(start)
+		defer func() { rep.Elapsed = time.Since(start); rt.o.report(rep) }()
+	}
 
 	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sp.Checkpoint.ShutdownTimeout)
 	defer cancel()

@@ -39,6 +39,9 @@ type sinkRunner struct {
 	timerOn    bool
 	halted     bool
 
+	// For the Report, kept by the sink goroutine and read after it returned.
+	written, failed int64
+
 	// held lists the batches the current group holds references of, for the
 	// stall explainer; the sink goroutine writes it, /debug/stalls reads it.
 	heldMu  sync.Mutex
@@ -82,6 +85,7 @@ func (s *sinkRunner) handle(ctx context.Context, c chunk) {
 	if s.halted || ctx.Err() != nil {
 		// After a halt nothing more is written; after the shutdown deadline
 		// nothing more can be. Either way these records are not delivered.
+		s.failed += int64(len(recs))
 		s.fail(recs, checkpoint.Failed)
 	} else {
 		s.write(ctx, recs)
@@ -169,6 +173,7 @@ func (s *sinkRunner) ackGroup() {
 	s.resetGroup()
 	s.rt.m.recordsOut.WithLabelValues(s.spec.Name).Add(float64(n))
 	s.rt.totalOut.Add(int64(n))
+	s.written += int64(n)
 }
 
 func (s *sinkRunner) resetGroup() {
@@ -187,6 +192,7 @@ func (s *sinkRunner) resetGroup() {
 
 // failGroup resolves every record of the group with st, without the policy.
 func (s *sinkRunner) failGroup(st checkpoint.AckStatus) {
+	s.failed += int64(len(s.group))
 	s.fail(s.group, st)
 	s.resetGroup()
 }
@@ -271,6 +277,7 @@ func (s *sinkRunner) rewrite(ctx context.Context) error {
 
 // policy applies the sink's OnFailure to records whose write failed for good.
 func (s *sinkRunner) policy(ctx context.Context, recs []record.Record, st checkpoint.AckStatus, err error) {
+	s.failed += int64(len(recs))
 	if st == checkpoint.Rejected {
 		s.rt.m.rejected.WithLabelValues(s.spec.Name).Add(float64(len(recs)))
 		for i := range recs {

@@ -51,6 +51,13 @@ type sourceRunner struct {
 	cpDone   chan struct{} // closed when the checkpointer goroutine returns
 
 	batchPool sync.Pool
+
+	// For the Report: read is written by the poller, finalParts and finalPos
+	// by the checkpointer goroutine at its final commit; both are read only
+	// after those goroutines returned.
+	read       int64
+	finalParts int
+	finalPos   int64
 }
 
 // pauseHook, when set (by tests, before Run), is called each time a poller
@@ -259,6 +266,7 @@ func (s *sourceRunner) issue(b *connector.Batch) {
 	s.rt.m.issued.WithLabelValues(s.spec.Name).Inc()
 	s.rt.m.recordsOut.WithLabelValues(s.spec.Name).Add(float64(len(b.Records)))
 	s.rt.totalIn.Add(int64(len(b.Records)))
+	s.read += int64(len(b.Records))
 	n := len(b.Records)
 	if n == 0 {
 		ref.Release(checkpoint.Delivered)
@@ -358,6 +366,10 @@ func (s *sourceRunner) checkpoint(ctx context.Context, final <-chan struct{}) {
 		case <-final:
 			s.drain()
 			s.commit(ctx, cs)
+			s.finalParts = len(cs.states)
+			for _, ps := range cs.states {
+				s.finalPos += int64(ps.Committed)
+			}
 			for _, w := range cs.revokes {
 				w.r.done <- errors.New("pipeline: shutting down before the partition drained")
 			}

@@ -84,12 +84,16 @@ func (w *worker) batch(src *sourceRunner, b *connector.Batch) {
 	}
 	for i := range w.trIn {
 		if w.trIn[i] > 0 {
+			c := &w.rt.trCounts[i]
+			c.in.Add(int64(w.trIn[i]))
+			c.out.Add(int64(w.trOut[i]))
 			name := w.rt.g.transforms[i].name
 			w.rt.m.recordsIn.WithLabelValues(name).Add(float64(w.trIn[i]))
 			w.rt.m.recordsOut.WithLabelValues(name).Add(float64(w.trOut[i]))
 			w.trIn[i], w.trOut[i] = 0, 0
 		}
 		if w.trRej[i] > 0 {
+			w.rt.trCounts[i].rej.Add(int64(w.trRej[i]))
 			w.rt.m.rejected.WithLabelValues(w.rt.g.transforms[i].name).Add(float64(w.trRej[i]))
 			w.trRej[i] = 0
 		}
@@ -104,8 +108,20 @@ func (w *worker) emit(ts []target, rec record.Record) {
 		rec.Ack.Release(checkpoint.Delivered)
 		return
 	}
+	// A transform may change its input in place (a map sets fields), so a
+	// copy bound for one gets fields of its own. Sinks only read records, so
+	// when every target is a sink the copies share the decoded fields: the
+	// concurrent reads are safe, and the deep copy (a map per record and
+	// sink) would be pure garbage.
+	shared := true
+	for _, t := range ts {
+		shared = shared && t.sink
+	}
 	for _, t := range ts[:len(ts)-1] {
-		c := rec.CloneData()
+		c := rec
+		if !shared {
+			c = rec.CloneData()
+		}
 		c.Ack = rec.Ack.Clone()
 		w.to(t, c)
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -121,10 +122,13 @@ func (c *command) parse(fs *flag.FlagSet, args []string, synopsis, doc string) (
 }
 
 // configFlags parses the flags of run and validate, and returns the
-// configuration path.
-func (c *command) configFlags(name, doc string, args []string) (string, int, bool) {
+// configuration path. extra, if not nil, adds the command's own flags.
+func (c *command) configFlags(name, doc string, args []string, extra func(*flag.FlagSet)) (string, int, bool) {
 	fs := c.flagSet(name)
 	file := fs.String("c", "", "the pipeline configuration `FILE` (YAML)")
+	if extra != nil {
+		extra(fs)
+	}
 	if code, ok := c.parse(fs, args, "weir "+name+" -c FILE", doc); !ok {
 		return "", code, false
 	}
@@ -185,7 +189,7 @@ func (c *command) types() {
 }
 
 func (c *command) validate(args []string) int {
-	path, code, ok := c.configFlags("validate", "Checks the configuration and prints every problem, one per line.", args)
+	path, code, ok := c.configFlags("validate", "Checks the configuration and prints every problem, one per line.", args, nil)
 	if !ok {
 		return code
 	}
@@ -198,7 +202,10 @@ func (c *command) validate(args []string) int {
 }
 
 func (c *command) run(args []string) int {
-	path, code, ok := c.configFlags("run", "Runs the pipeline until interrupted or its input ends. The first SIGINT or\nSIGTERM shuts down gracefully; a second exits at once with code 130.", args)
+	var cpuProfile string
+	path, code, ok := c.configFlags("run", runDoc, args, func(fs *flag.FlagSet) {
+		fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `FILE` (go tool pprof FILE)")
+	})
 	if !ok {
 		return code
 	}
@@ -215,7 +222,18 @@ func (c *command) run(args []string) int {
 		defer signal.Stop(ch)
 		sigs = ch
 	}
-	opts := []pipeline.Option{pipeline.WithLogger(log)}
+	if cpuProfile != "" {
+		stopProfile, err := startCPUProfile(cpuProfile)
+		if err != nil {
+			fmt.Fprintln(c.stderr, "weir:", err)
+			return ExitRuntime
+		}
+		defer stopProfile()
+	}
+	opts := []pipeline.Option{pipeline.WithLogger(log), pipeline.WithReport(func(r *pipeline.Report) {
+		// stderr, never stdout: a stdout sink's output must stay pure NDJSON.
+		fmt.Fprint(c.stderr, r.String())
+	})}
 	if w := progressTo(c.stderr); w != nil {
 		opts = append(opts, pipeline.WithProgress(w, time.Second))
 	}
@@ -241,6 +259,26 @@ func (c *command) run(args []string) int {
 			return ExitSignal
 		}
 	}
+}
+
+const runDoc = `Runs the pipeline until interrupted or its input ends, then prints a summary
+on stderr: records read per source, in and out (and dropped) per transform,
+written per sink with where its output is, and the committed positions.
+The first SIGINT or SIGTERM shuts down gracefully; a second exits at once
+with code 130.`
+
+// startCPUProfile starts writing a CPU profile to path and returns the
+// function that stops it and closes the file.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpuprofile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func (c *command) exitCode(err error) int {

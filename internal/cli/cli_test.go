@@ -294,3 +294,50 @@ func TestGenerateExampleRuns(t *testing.T) {
 		t.Errorf("run %s: exit %d\n%s", path, code, stderr)
 	}
 }
+
+// weir run ends with a summary on stderr, never on stdout, where a stdout
+// sink's records go.
+func TestRunPrintsSummaryOnStderr(t *testing.T) {
+	cfg := writeConfig(t, `
+sources:
+  in: { type: generate, count: 1000, partitions: 2, batch_size: 50 }
+transforms:
+  even: { type: filter, inputs: [in], condition: 'seq % 2 == 0' }
+sinks:
+  out: { type: blackhole, inputs: [even] }
+checkpoint: { commit_interval: 10ms }
+metrics: { address: "off" }
+`)
+	code, stdout, stderr := runCLI("run", "-c", cfg)
+	if code != ExitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if stdout != "" {
+		t.Fatalf("stdout should stay free for sinks, got:\n%s", stdout)
+	}
+	for _, want := range []string{"run summary", "source  in", "1000 read", "committed 2 partitions, positions summing to 1000",
+		"filter  even", "500 out, 500 dropped", "sink    out", "500 written"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
+
+// --cpuprofile writes a profile of the run; an unwritable path is a runtime
+// error before the pipeline starts.
+func TestRunCPUProfile(t *testing.T) {
+	cfg := writeConfig(t, okConfig)
+	prof := filepath.Join(t.TempDir(), "cpu.pprof")
+	if code, _, stderr := runCLI("run", "-c", cfg, "--cpuprofile", prof); code != ExitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if fi, err := os.Stat(prof); err != nil {
+		t.Fatal(err)
+	} else if fi.Size() == 0 {
+		t.Fatalf("profile %s is empty", prof)
+	}
+	bad := filepath.Join(t.TempDir(), "missing", "cpu.pprof")
+	if code, _, stderr := runCLI("run", "-c", cfg, "--cpuprofile", bad); code != ExitRuntime || !strings.Contains(stderr, "cpuprofile") {
+		t.Fatalf("exit %d, stderr %q; want %d naming cpuprofile", code, stderr, ExitRuntime)
+	}
+}

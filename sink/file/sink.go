@@ -64,6 +64,11 @@ type Sink struct {
 	gzFree  []*gzip.Writer
 	zsFree  []*zstd.Encoder
 	bwFree  []*bufio.Writer
+
+	deferred []*chunk // only with unsafeDeferPublish: sealed chunks held back to the next Flush
+
+	// Published chunks and their records, for Describe.
+	chunks, records int64
 }
 
 // chunk is one temporary output file.
@@ -350,8 +355,15 @@ func (s *Sink) Flush(ctx context.Context) error {
 			return err
 		}
 	}
+	publish := s.sealed
+	if unsafeDeferPublish {
+		// Deliberately wrong (see unsafe_on.go): publish only the chunks of
+		// earlier groups and report this group durable without its chunks.
+		publish = s.deferred
+		s.deferred = append([]*chunk(nil), s.sealed...)
+	}
 	dirs := map[string]bool{}
-	for _, c := range s.sealed {
+	for _, c := range publish {
 		if c.renamed {
 			continue
 		}
@@ -360,6 +372,8 @@ func (s *Sink) Flush(ctx context.Context) error {
 		}
 		c.renamed = true
 		dirs[c.dir] = true
+		s.chunks++
+		s.records += int64(c.records)
 	}
 	for _, d := range s.created {
 		dirs[filepath.Dir(d)] = true
@@ -396,6 +410,12 @@ func syncDir(dir string) error {
 		return fmt.Errorf("sink/file: syncing directory %s: %w", dir, err)
 	}
 	return nil
+}
+
+// Describe implements connector.Describer: where the output is and how much
+// of it this run published, e.g. "./out/paid: 2 chunks, 373 records".
+func (s *Sink) Describe() string {
+	return fmt.Sprintf("%s: %d chunks, %d records", s.cfg.Path, s.chunks, s.records)
 }
 
 // Abort discards the group: every temporary file is deleted, so nothing of it

@@ -1,0 +1,59 @@
+package pipeline_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/weir-etl/weir/connector/conformance"
+	"github.com/weir-etl/weir/pipeline"
+	"github.com/weir-etl/weir/transform"
+)
+
+// describedSink is a memory sink that says where its output went.
+type describedSink struct{ *conformance.MemSink }
+
+func (describedSink) Describe() string { return "memory: all of it" }
+
+// The report counts records read per source, in, out and dropped per
+// transform, written per sink with the sink's own description, and the
+// positions of the final commit.
+func TestReportSummarisesTheRun(t *testing.T) {
+	const n = 1000
+	src := gen(t, n, 2, 50)
+	even, err := transform.NewFilter("seq % 2 == 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := describedSink{&conformance.MemSink{}}
+	all := &conformance.MemSink{}
+	sp := fastSpec(src,
+		pipeline.SinkSpec{Name: "kept", Inputs: []string{"even"}, Sink: kept},
+		pipeline.SinkSpec{Name: "all", Inputs: []string{"gen"}, Sink: all})
+	sp.Transforms = []pipeline.TransformSpec{{Name: "even", Inputs: []string{"gen"}, Transform: even}}
+	var rep *pipeline.Report
+	if err := pipeline.Run(context.Background(), sp, quiet, pipeline.WithReport(func(r *pipeline.Report) { rep = r })); err != nil {
+		t.Fatal(err)
+	}
+	if rep == nil {
+		t.Fatal("WithReport's function was not called")
+	}
+	if len(rep.Sources) != 1 || rep.Sources[0] != (pipeline.SourceReport{Name: "gen", Read: n, Partitions: 2, Committed: n}) {
+		t.Fatalf("sources: %+v; want gen, %d read, 2 partitions committed at %d in total", rep.Sources, n, n)
+	}
+	tr := rep.Transforms
+	if len(tr) != 1 || tr[0].Kind != "filter" || tr[0].In != n || tr[0].Out != n/2 || tr[0].Dropped() != n/2 || tr[0].Rejected != 0 {
+		t.Fatalf("transforms: %+v; want the filter to keep %d of %d", tr, n/2, n)
+	}
+	sk := rep.Sinks
+	if len(sk) != 2 || sk[0].Written != n/2 || sk[0].Output != "memory: all of it" || sk[1].Written != n || sk[1].Output != "" || sk[0].Failed+sk[1].Failed != 0 {
+		t.Fatalf("sinks: %+v", sk)
+	}
+	s := rep.String()
+	for _, want := range []string{"run summary", "source  gen", "1000 read", "committed 2 partitions, positions summing to 1000",
+		"filter  even", "500 out, 500 dropped", "sink    kept", "500 written", "memory: all of it", "1000 written"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+}
