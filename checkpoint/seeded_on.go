@@ -24,3 +24,27 @@ func seededBug(b seededBugID) bool { return seeded.Load() == uint32(b) }
 func resolveLeakedHook(ns *nodeSlab) {
 	modelcheck.Outside(func() { resolveLeaked(ns) })
 }
+
+// seededBugNames names the seeded bugs for SeedBug.
+var seededBugNames = map[string]seededBugID{
+	"dec-load-store":     bugDecLoadStore,
+	"or-after-dec":       bugOrAfterDec,
+	"status-overwrite":   bugStatusOverwrite,
+	"signal-before-link": bugSignalBeforeLink,
+	"no-epoch-check":     bugNoEpochCheck,
+	"advance-on-failed":  bugAdvanceOnFailed,
+	"merge-drops-refs":   bugMergeDropsRefs,
+}
+
+// SeedBug switches on the seeded bug called name (see seeded.go: "no-epoch-check",
+// "advance-on-failed", …) so that tests of other packages, built with the
+// modelcheck tag, can show that they catch it too. It returns the function
+// that switches it off again. It exists only in the modelcheck build.
+func SeedBug(name string) (restore func()) {
+	b, ok := seededBugNames[name]
+	if !ok {
+		panic("checkpoint: SeedBug: no seeded bug named " + name)
+	}
+	seeded.Store(uint32(b))
+	return func() { seeded.Store(uint32(bugNone)) }
+}
