@@ -97,6 +97,15 @@ func (r *Record) Fields() (map[string]any, error) {
 	case undecodable:
 		return nil, r.decoErr
 	}
+	// The scanner decodes an object faster than encoding/json and to the same
+	// values; anything it is unsure of is left to encoding/json, whose error
+	// is the one returned.
+	if scanObject(r.value, nil, nil) {
+		if v, ok := decodeDocument(r.value); ok {
+			r.fields, r.state = v, decoded
+			return v, nil
+		}
+	}
 	var v any
 	if err := json.Unmarshal(r.value, &v); err != nil {
 		r.state, r.decoErr = undecodable, fmt.Errorf("record: value is not JSON: %w", err)
@@ -109,6 +118,67 @@ func (r *Record) Fields() (map[string]any, error) {
 	}
 	r.fields, r.state = m, decoded
 	return m, nil
+}
+
+// LookupFields stores in dst each top-level field of the value whose name is
+// in names, with the value Fields would give it; a name the value does not
+// hold is not stored. It returns the error Fields would return.
+//
+// It exists for expressions, which read a few named fields: when the value
+// has not been decoded, LookupFields checks the whole value (it accepts
+// exactly the JSON that Fields accepts) but decodes only the named fields, and
+// leaves the record undecoded, so that Decoded stays false and a later Fields
+// still decodes in full. On a decoded record it stores the decoded fields'
+// own values (the map and slices inside them are the record's, not copies), so
+// it sees the changes of earlier transforms. dst's other entries are left alone.
+func (r *Record) LookupFields(names []string, dst map[string]any) error {
+	switch r.state {
+	case decoded, fieldsDirty:
+		copyNamed(r.fields, names, dst)
+		return nil
+	case undecodable:
+		return r.decoErr
+	}
+	var buf [8][]byte
+	var raw [][]byte
+	if len(names) <= len(buf) {
+		raw = buf[:len(names)]
+	} else {
+		raw = make([][]byte, len(names))
+	}
+	if scanObject(r.value, names, raw) && decodeNamed(names, raw, dst) {
+		return nil
+	}
+	// Not an object, not valid JSON, or beyond what the scanner is sure of:
+	// Fields decides, with its own error.
+	f, err := r.Fields()
+	if err != nil {
+		return err
+	}
+	copyNamed(f, names, dst)
+	return nil
+}
+
+func decodeNamed(names []string, raw [][]byte, dst map[string]any) bool {
+	for k, b := range raw {
+		if b == nil {
+			continue
+		}
+		v, ok := decodeValue(b)
+		if !ok {
+			return false
+		}
+		dst[names[k]] = v
+	}
+	return true
+}
+
+func copyNamed(fields map[string]any, names []string, dst map[string]any) {
+	for _, n := range names {
+		if v, ok := fields[n]; ok {
+			dst[n] = v
+		}
+	}
 }
 
 // SetFields replaces the record's fields; the value is re-encoded when asked for.

@@ -3,7 +3,10 @@ package record_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/weir-etl/weir/record"
@@ -159,5 +162,241 @@ func TestSize(t *testing.T) {
 	var empty record.Record
 	if got := empty.Size(); got != 64 {
 		t.Errorf("Size of an empty record = %d, want 64", got)
+	}
+}
+
+// lookupCorpus is JSON that is easy to get subtly wrong: escapes, unicode,
+// invalid UTF-8, duplicate keys, number forms, nesting, whitespace, and
+// documents that encoding/json rejects, some of them only in a field that
+// nobody asks for.
+var lookupCorpus = []string{
+	`{"id":1,"name":"abc","amount":12.5,"region":"eu"}`,
+	`{}`,
+	" \t\r\n{ \"a\" : 1 ,\n\"b\" : [ ] , \"c\":{ } }\r\n ",
+	`{"a":"x\"y\\z\/\b\f\n\r\t\u00e9\ud83d\ude00"}`,
+	`{"a":"\ud800","b":"\udc00x","c":"\ud83dx","d":"\u0000"}`,
+	"{\"a\":\"\xff\",\"b\":\"\xed\xa0\x80\",\"c\":\"\xef\xbf\xbd\",\"\xfe\":1}",
+	`{"名前":"値","a":"é€😀"}`,
+	`{"\u0069d":5,"i\u0064":6,"a\u0000b":7}`,
+	`{"a":1,"a":{"x":2},"b":1,"a":[3]}`,
+	`{"a":{"b":[1,{"c":null,"c":false}],"d":true,"e":"s"},"z":[[[]],{}]}`,
+	`{"a":1e3,"b":-0,"c":0.0,"d":1E-2,"e":-1.5e+2,"f":1e-400,"g":1e308,"h":-0.0}`,
+	`{"a":12345678901234567890,"b":9007199254740993,"c":-9223372036854775808,"d":0.1}`,
+	`{"a":999999999999999,"b":-123456789012345,"c":1000000000000000,"d":0,"e":-0.5,"f":10}`,
+	`{"a":` + strings.Repeat("9", 299) + `}`,
+	`{"t":true,"f":false,"n":null,"s":"","e":[],"o":{}}`,
+	`{"a":[1,"x",null,true,{"b":[]}]}`,
+	`{"a":` + strings.Repeat("[", 1100) + strings.Repeat("]", 1100) + `}`,
+	// Rejected by encoding/json.
+	``,
+	`   `,
+	`{`,
+	`{"a":1`,
+	`{"a":1}x`,
+	`{"a":1} {"b":2}`,
+	`{"a":1}}`,
+	`{"a":1,}`,
+	`{,}`,
+	`{"a" 1}`,
+	`{"a":}`,
+	`{'a':1}`,
+	`{a:1}`,
+	`{"a":01}`,
+	`{"a":-01}`,
+	`{"a":1.}`,
+	`{"a":.5}`,
+	`{"a":+1}`,
+	`{"a":-}`,
+	`{"a":1e}`,
+	`{"a":1e+}`,
+	`{"a":0x10}`,
+	`{"a":NaN}`,
+	`{"a":Infinity}`,
+	`{"a":1e400}`,
+	`{"b":1e400,"a":1}`,
+	`{"a":1,"b":-1e999}`,
+	`{"a":1,"b":` + strings.Repeat("9", 400) + `}`,
+	`{"a":tru}`,
+	`{"a":nul,"b":1}`,
+	`{"a":truex}`,
+	`{"a":[1,2,]}`,
+	`{"a":[1 2]}`,
+	`{"a":{"b":1,}}`,
+	`{"a":{"b"}}`,
+	`{"a":[}`,
+	`{"a":"abc}`,
+	`{"a":"\q"}`,
+	`{"a":"\u12"}`,
+	`{"a":"\u12g4"}`,
+	"{\"a\":\"x\x01y\"}",
+	"{\"a\x1f\":1}",
+	"\xef\xbb\xbf{\"a\":1}",
+	`{"a":1,"b":"ok","c":[1,2,` + "\x00" + `]}`,
+	`{"a":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}`,
+	// Valid JSON that is not an object.
+	`[1,2]`,
+	`"text"`,
+	`null`,
+	`12`,
+}
+
+// checkLookup compares Fields on b with encoding/json's decoding, and
+// LookupFields with the same restricted to names: the same acceptance, the
+// same error, the same values to the bit.
+func checkLookup(t *testing.T, b []byte, names []string) {
+	t.Helper()
+	q := b
+	if len(q) > 200 {
+		q = q[:200]
+	}
+	// The reference is encoding/json itself, with the errors Fields makes
+	// of its verdicts.
+	var refFields map[string]any
+	var refErr error
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		refErr = fmt.Errorf("record: value is not JSON: %w", err)
+	} else if m, ok := v.(map[string]any); ok {
+		refFields = m
+	} else {
+		refErr = record.ErrNotObject
+	}
+	full := record.New(b)
+	fields, err := full.Fields()
+	if fmt.Sprint(err) != fmt.Sprint(refErr) || !sameJSON(fields, refFields) {
+		t.Fatalf("%q: Fields = %#v, %v\nencoding/json: %#v, %v", q, fields, err, refFields, refErr)
+	}
+
+	r := record.New(b)
+	dst := map[string]any{"untouched": "yes"}
+	err = r.LookupFields(names, dst)
+	if (err == nil) != (refErr == nil) {
+		t.Fatalf("%q: LookupFields err %v, Fields err %v", q, err, refErr)
+	}
+	if err != nil {
+		if err.Error() != refErr.Error() || errors.Is(err, record.ErrNotObject) != errors.Is(refErr, record.ErrNotObject) {
+			t.Fatalf("%q: LookupFields err %v, want Fields' %v", q, err, refErr)
+		}
+		return
+	}
+	want := map[string]any{"untouched": "yes"}
+	for _, n := range names {
+		if v, ok := refFields[n]; ok {
+			want[n] = v
+		}
+	}
+	if !sameJSON(dst, want) {
+		t.Fatalf("%q names %q:\n got %#v\nwant %#v", q, names, dst, want)
+	}
+}
+
+// sameJSON is reflect.DeepEqual for decoded JSON, except that it tells -0
+// from 0.
+func sameJSON(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) || (x == nil) != (y == nil) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !sameJSON(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) || (x == nil) != (y == nil) {
+			return false
+		}
+		for i := range x {
+			if !sameJSON(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case float64:
+		y, ok := b.(float64)
+		return ok && math.Float64bits(x) == math.Float64bits(y)
+	}
+	return a == b
+}
+
+// namesFor returns the names to look up in b: every top-level key that
+// encoding/json sees, and some that are absent.
+func namesFor(b []byte) []string {
+	names := []string{"a", "id", "missing", "\ufffd"}
+	var m map[string]any
+	if json.Unmarshal(b, &m) == nil {
+		for k := range m {
+			names = append(names, k)
+		}
+	}
+	return names
+}
+
+// Guarantee: LookupFields gives exactly what Fields gives for the named
+// fields, on every document, and the same error for every document Fields
+// rejects, including one whose named fields are fine but whose other fields
+// are not.
+func TestLookupFieldsMatchesFields(t *testing.T) {
+	for _, js := range lookupCorpus {
+		b := []byte(js)
+		checkLookup(t, b, namesFor(b))
+		checkLookup(t, b, []string{"a"})
+		checkLookup(t, b, nil)
+		many := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "id"}
+		checkLookup(t, b, many) // more names than the scanner's stack buffer
+	}
+}
+
+// FuzzLookupFields runs the same comparison on arbitrary input; the corpus
+// above is its seed.
+func FuzzLookupFields(f *testing.F) {
+	for _, js := range lookupCorpus {
+		f.Add([]byte(js))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		checkLookup(t, b, namesFor(b))
+	})
+}
+
+// Guarantee: a lookup decodes only the named fields. The other fields here
+// are valid but would cost most of a full decode; the record stays undecoded,
+// and a later Fields decodes it in full.
+func TestLookupFieldsDecodesOnlyNamed(t *testing.T) {
+	r := record.New([]byte(`{"blob":{"deep":[1,2,{"x":"` + strings.Repeat("y", 1000) + `"}]},"id":7,"s":"\ud83d\ude00"}`))
+	dst := map[string]any{}
+	if err := r.LookupFields([]string{"id"}, dst); err != nil {
+		t.Fatal(err)
+	}
+	if r.Decoded() {
+		t.Fatal("LookupFields decoded the record")
+	}
+	if !reflect.DeepEqual(dst, map[string]any{"id": 7.0}) {
+		t.Fatalf("dst = %v", dst)
+	}
+	f, err := r.Fields()
+	if err != nil || !r.Decoded() || f["s"] != "😀" {
+		t.Fatalf("Fields after a lookup = %v, %v", f, err)
+	}
+}
+
+// Guarantee: on a decoded record, LookupFields reads the fields as changed,
+// not the original bytes.
+func TestLookupFieldsSeesChangedFields(t *testing.T) {
+	r := record.New([]byte(`{"id":1,"x":2}`))
+	f, _ := r.Fields()
+	f["id"] = 5.0
+	delete(f, "x")
+	r.MarkChanged()
+	dst := map[string]any{}
+	if err := r.LookupFields([]string{"id", "x"}, dst); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(dst, map[string]any{"id": 5.0}) {
+		t.Fatalf("dst = %v, want the changed fields", dst)
 	}
 }

@@ -5,16 +5,14 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
-
-	"github.com/weir-etl/weir/record"
 )
 
 // The names below are reserved in expressions: they name record metadata, not
@@ -65,12 +63,14 @@ var reservedNeeds = map[string]needs{
 // compileEnv gives the reserved names their types, so that `key + 1` or
 // `origin.ofset` fail when the pipeline is loaded rather than on every record.
 // Fields are unknown until run time: AllowUndefinedVariables types them as any.
+// origin is a pointer so that a condition can read it from a struct the
+// evaluation reuses, rather than from a copy boxed for every record.
 var compileEnv = map[string]any{
 	nameKey:       "",
 	nameHeaders:   map[string]string{},
 	nameMeta:      map[string]string{},
 	nameTimestamp: time.Time{},
-	nameOrigin:    Origin{},
+	nameOrigin:    &Origin{},
 }
 
 // modFunc replaces the % operator. JSON numbers decode as float64, and expr's
@@ -84,6 +84,12 @@ type Expr struct {
 	src   string
 	prog  *vm.Program
 	needs needs
+	// fields are the top-level names the expression reads that are not
+	// reserved, sorted: the only fields a condition decodes.
+	fields []string
+	// cond is set for conditions: their result is a bool, so nothing of the
+	// environment outlives an evaluation, and reserved values may be reused.
+	cond bool
 }
 
 // ExprError is an expression that does not compile.
@@ -144,7 +150,14 @@ func compile(what, src string, want wantKind) (*Expr, error) {
 	if t := prog.Node().Type(); want == wantBool && t != nil && t.Kind() != reflect.Interface && t.Kind() != reflect.Bool {
 		return nil, &ExprError{What: what, Expr: src, Msg: fmt.Sprintf("it gives %s, but a condition must give a bool", t)}
 	}
-	e := &Expr{what: what, src: src, prog: prog}
+	e := &Expr{what: what, src: src, prog: prog, cond: want == wantBool}
+	// A function's name is an identifier too, the callee of its call. The
+	// walk visits it before the call, so names are judged after the walk:
+	// only the identifiers that are not callees name fields or metadata.
+	// ($mod, which % becomes, once counted as a field and made every
+	// condition with % decode the value.)
+	var idents []*ast.IdentifierNode
+	callees := make(map[*ast.IdentifierNode]bool)
 	var walkErr *ExprError
 	ast.Find(prog.Node(), func(n ast.Node) bool {
 		switch n := n.(type) {
@@ -155,17 +168,16 @@ func compile(what, src string, want wantKind) (*Expr, error) {
 				walkErr.Line, walkErr.Column = lineCol(src, n.Location().From)
 				return true
 			}
-			if need, ok := reservedNeeds[n.Value]; ok {
-				e.needs |= need
-			} else {
-				// Any other name is a field (or a let variable, which is
-				// harmless to treat as one: it only costs a decode).
-				e.needs |= needFields
-			}
+			idents = append(idents, n)
 		case *ast.CallNode:
+			id, ok := n.Callee.(*ast.IdentifierNode)
+			if !ok {
+				break
+			}
+			callees[id] = true
 			// Unknown names compile because fields are unknown until run time,
 			// so an unknown function would otherwise fail on every record.
-			if id, ok := n.Callee.(*ast.IdentifierNode); ok && id.Value != modFunc {
+			if id.Value != modFunc {
 				walkErr = &ExprError{What: what, Expr: src,
 					Msg: fmt.Sprintf("unknown function %s", id.Value)}
 				walkErr.Line, walkErr.Column = lineCol(src, id.Location().From)
@@ -177,7 +189,29 @@ func compile(what, src string, want wantKind) (*Expr, error) {
 	if walkErr != nil {
 		return nil, walkErr
 	}
+	for _, id := range idents {
+		if callees[id] {
+			continue
+		}
+		if need, ok := reservedNeeds[id.Value]; ok {
+			e.needs |= need
+		} else {
+			// Any other name is a field (or a let variable, which is harmless
+			// to treat as one: it only costs a lookup).
+			e.needs |= needFields
+			e.fields = addName(e.fields, id.Value)
+		}
+	}
 	return e, nil
+}
+
+// addName adds name to the sorted set names.
+func addName(names []string, name string) []string {
+	i, found := slices.BinarySearch(names, name)
+	if found {
+		return names
+	}
+	return slices.Insert(names, i, name)
 }
 
 func exprError(what, src string, err error) *ExprError {
@@ -268,111 +302,6 @@ func number(v any) (float64, bool, error) {
 	}
 	whole := f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64
 	return f, whole, nil
-}
-
-// env is the per-evaluation state: a VM and the environment map handed to
-// it. Pooled, because a VM and a map per record would dominate the cost of a
-// filter.
-type env struct {
-	vm  vm.VM
-	m   map[string]any
-	rec *record.Record
-}
-
-var envPool = sync.Pool{New: func() any { return &env{m: make(map[string]any, 16)} }}
-
-func getEnv(r *record.Record) *env {
-	e := envPool.Get().(*env)
-	e.rec = r
-	return e
-}
-
-func putEnv(e *env) {
-	clear(e.m)
-	e.rec = nil
-	envPool.Put(e)
-}
-
-// eval evaluates x against the record of e. fields is the record's decoded
-// fields when x needs them (the caller decoded them once for all its
-// expressions).
-func (e *env) eval(x *Expr, fields map[string]any) (any, error) {
-	var m map[string]any
-	switch {
-	case x.needs&needReserved == 0 && fields != nil:
-		// Fields only: the record's own map is the environment. This is the
-		// common case, and it copies nothing.
-		m = fields
-	default:
-		// Reserved names shadow fields of the same name. The fields are copied
-		// in again on each evaluation because a map transform's earlier
-		// assignments may have changed them.
-		clear(e.m)
-		for k, v := range fields {
-			e.m[k] = v
-		}
-		e.addReserved(x.needs)
-		m = e.m
-	}
-	out, err := e.vm.Run(x.prog, m)
-	if err != nil {
-		return nil, fmt.Errorf("transform: %s: expression %q: %s", x.what, x.src, firstLine(err))
-	}
-	return out, nil
-}
-
-func (e *env) addReserved(n needs) {
-	r := e.rec
-	if n&needKey != 0 {
-		e.m[nameKey] = string(r.Key)
-	}
-	if n&needHeaders != 0 {
-		h := make(map[string]string, len(r.Headers))
-		for _, kv := range r.Headers {
-			h[kv.Key] = string(kv.Value)
-		}
-		e.m[nameHeaders] = h
-	}
-	if n&needMeta != 0 {
-		mm := make(map[string]string, len(r.Meta))
-		for _, kv := range r.Meta {
-			mm[kv.Key] = kv.Value
-		}
-		e.m[nameMeta] = mm
-	}
-	if n&needTimestamp != 0 {
-		e.m[nameTimestamp] = r.Time
-	}
-	if n&needOrigin != 0 {
-		e.m[nameOrigin] = Origin{Source: r.Origin.Source, Partition: r.Origin.Partition, Offset: r.Origin.Offset}
-	}
-}
-
-// evalBool evaluates a condition. A result that is not a bool is a record
-// error: a condition that is neither true nor false cannot be decided.
-func (e *env) evalBool(x *Expr, fields map[string]any) (bool, error) {
-	v, err := e.eval(x, fields)
-	if err != nil {
-		return false, err
-	}
-	b, ok := v.(bool)
-	if !ok {
-		return false, fmt.Errorf("transform: %s: expression %q gave %s, not a bool", x.what, x.src, describe(v))
-	}
-	return b, nil
-}
-
-// fieldsFor decodes r's fields if n includes needFields. A record whose value
-// is not a JSON object cannot be evaluated by such an expression.
-func fieldsFor(r *record.Record, n needs) (map[string]any, error) {
-	if n&needFields == 0 {
-		return nil, nil
-	}
-	f, err := r.Fields()
-	if err != nil {
-		return nil, fmt.Errorf("transform: %w", err)
-	}
-	return f, nil
 }
 
 func firstLine(err error) string {

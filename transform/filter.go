@@ -8,7 +8,8 @@ import (
 // Filter keeps the records for which its condition is true and drops the
 // others ("filter").
 type Filter struct {
-	cond *Expr
+	cond  *Expr
+	conds [1]*Expr // cond, as decide takes it
 }
 
 // NewFilter compiles condition, which must give a bool (see CompileCondition).
@@ -17,19 +18,16 @@ func NewFilter(condition string) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Filter{cond: c}, nil
+	return &Filter{cond: c, conds: [1]*Expr{c}}, nil
 }
 
 // Process appends in to out if the condition holds for it.
 func (f *Filter) Process(in *record.Record, out []record.Record) ([]record.Record, error) {
-	fields, err := fieldsFor(in, f.cond.needs)
-	if err != nil {
-		return out, err
-	}
-	e := getEnv(in)
-	keep, err := e.evalBool(f.cond, fields)
+	var buf [1]int
+	e := getEnv()
+	kept, err := e.decide(in, f.conds[:], f.cond.fields, f.cond.needs, buf[:0])
 	putEnv(e)
-	if err != nil || !keep {
+	if err != nil || len(kept) == 0 {
 		return out, err
 	}
 	return appendPassed(out, in), nil

@@ -64,8 +64,8 @@ func (f *FlatMap) Process(in *record.Record, out []record.Record) ([]record.Reco
 	if err != nil {
 		return out, fmt.Errorf("transform: flat_map: %w", err)
 	}
-	e := getEnv(in)
-	v, err := e.eval(f.explode, fields)
+	e := getEnv()
+	v, err := e.value(f.explode, in, fields)
 	putEnv(e)
 	if err != nil {
 		return out, err

@@ -98,10 +98,10 @@ func (m *Map) Process(in *record.Record, out []record.Record) ([]record.Record, 
 	}
 	in.MarkChanged()
 	if len(m.set) > 0 {
-		e := getEnv(in)
+		e := getEnv()
 		defer putEnv(e)
 		for _, s := range m.set {
-			v, err := e.eval(s.x, fields)
+			v, err := e.value(s.x, in, fields)
 			if err != nil {
 				return out, err
 			}

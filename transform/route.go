@@ -16,9 +16,10 @@ type RouteOutput struct {
 // Route sends each record to every output whose condition it matches
 // ("route"). A record that matches none is dropped.
 type Route struct {
-	names []string
-	conds []*Expr
-	needs needs
+	names  []string
+	conds  []*Expr
+	needs  needs
+	fields []string // the union of the conditions' fields, sorted
 }
 
 // NewRoute compiles the conditions of outputs, in order. Output names must be
@@ -45,6 +46,9 @@ func NewRoute(outputs []RouteOutput) (*Route, error) {
 		r.names = append(r.names, o.Name)
 		r.conds = append(r.conds, c)
 		r.needs |= c.needs
+		for _, f := range c.fields {
+			r.fields = addName(r.fields, f)
+		}
 	}
 	return r, nil
 }
@@ -64,25 +68,16 @@ func CheckOutputName(name string) error {
 func (r *Route) Outputs() []string { return r.names }
 
 // Route appends to dst the index of every output whose condition in matches.
-// The record's fields are decoded once, for all conditions.
+// The fields that any condition reads are looked up once, for all of them.
 func (r *Route) Route(in *record.Record, dst []int) ([]int, error) {
-	fields, err := fieldsFor(in, r.needs)
-	if err != nil {
-		return dst, err
-	}
-	e := getEnv(in)
-	defer putEnv(e)
 	n := len(dst)
-	for i, c := range r.conds {
-		ok, err := e.evalBool(c, fields)
-		if err != nil {
-			// Route all or nothing: a record that cannot be decided for one
-			// output is rejected, not half delivered.
-			return dst[:n], err
-		}
-		if ok {
-			dst = append(dst, i)
-		}
+	e := getEnv()
+	dst, err := e.decide(in, r.conds, r.fields, r.needs, dst)
+	putEnv(e)
+	if err != nil {
+		// Route all or nothing: a record that cannot be decided for one
+		// output is rejected, not half delivered.
+		return dst[:n], err
 	}
 	return dst, nil
 }

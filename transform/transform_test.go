@@ -3,6 +3,7 @@ package transform
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -203,8 +204,8 @@ func TestModulo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := getEnv(rec(`{}`))
-		got, err := e.eval(x, map[string]any{"x": 7.0, "y": 5.5})
+		e := getEnv()
+		got, err := e.value(x, rec(`{}`), map[string]any{"x": 7.0, "y": 5.5})
 		putEnv(e)
 		if err != nil || got != c.want {
 			t.Errorf("%s = %v (%T), %v; want %v", c.src, got, got, err, c.want)
@@ -482,4 +483,213 @@ func TestConcurrentUse(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// Guarantee: a condition decodes only the fields it names. The record stays
+// undecoded, and a value whose other fields would be slow to decode (or that
+// hold what encoding/json turns into replacement characters) is not decoded
+// past them.
+func TestFilterDecodesOnlyNamedFields(t *testing.T) {
+	in := rec(`{"blob":{"a":[1,2,{"b":"` + strings.Repeat("x", 500) + `"}]},"id":4,"s":"\ud800"}`)
+	out, err := mustFilter(t, `id % 2 == 0`).Process(in, nil)
+	if err != nil || len(out) != 1 {
+		t.Fatalf("out=%d err=%v", len(out), err)
+	}
+	if in.Decoded() || out[0].Decoded() {
+		t.Fatal("a filter on one field decoded the whole value")
+	}
+	// A map downstream still sees every field.
+	f, err := out[0].Fields()
+	if err != nil || len(f) != 3 || f["s"] != "\ufffd" {
+		t.Fatalf("Fields after the filter = %v, %v", f, err)
+	}
+}
+
+// Guarantee: only names decide whether the value is decoded; the function
+// that % becomes is not a field. A condition on metadata with % passes a
+// value that is not JSON at all.
+func TestModuloOnMetadataDoesNotDecode(t *testing.T) {
+	for _, cond := range []string{`origin.offset % 2 == 0`, `len(key) % 2 == 1`} {
+		f := mustFilter(t, cond)
+		if f.cond.needs&needFields != 0 || len(f.cond.fields) != 0 {
+			t.Errorf("%s: needs fields %v", cond, f.cond.fields)
+		}
+		in := rec(`not json`)
+		in.Key = []byte("k")
+		in.Origin.Offset = 8
+		out, err := f.Process(in, nil)
+		if err != nil || len(out) != 1 || in.Decoded() {
+			t.Errorf("%s: kept %d, err %v, decoded %v", cond, len(out), err, in.Decoded())
+		}
+	}
+	x, err := CompileCondition("test", `id % 2 == 0 && user.age > n && key != ""`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"id", "n", "user"}; !reflect.DeepEqual(x.fields, want) {
+		t.Errorf("fields %v, want %v", x.fields, want)
+	}
+}
+
+// Guarantee: % keeps its documented behaviour on numbers read by the lookup
+// path: whole JSON numbers (1e3, -0, 4.0) are integers, others floats.
+func TestModuloOnLookedUpNumbers(t *testing.T) {
+	cases := []struct {
+		value, cond string
+	}{
+		{`{"id":4}`, `id % 2 == 0`},
+		{`{"id":1e3}`, `id % 7 == 6`},
+		{`{"id":4.0}`, `id % 3 == 1`},
+		{`{"id":-0}`, `id % 2 == 0`},
+		{`{"id":-7}`, `id % 3 == -1`},
+		{`{"id":5.5}`, `id % 2 == 1.5`},
+		{`{"id":9007199254740993}`, `id % 2 == 0`}, // rounds to 2^53 as a float64
+		{`{"id":12345678901234567890}`, `id % 2 == 1.0 || id % 2 == 0.0`},
+		{`{"id":7}`, `string(id % 3) == "1"`}, // an int, not 1.0
+	}
+	for _, c := range cases {
+		out, err := mustFilter(t, c.cond).Process(rec(c.value), nil)
+		if err != nil || len(out) != 1 {
+			t.Errorf("%s on %s: kept %d, err %v", c.cond, c.value, len(out), err)
+		}
+	}
+}
+
+// lookupConditions run against lookupValues, each on a fresh record (the
+// lookup path) and on a decoded one (the full decoding the lookup replaces).
+var lookupConditions = []string{
+	`id % 2 == 0`,
+	`id == 1000`,
+	`name == "x\"y\\z/é😀"`,
+	`name == "\ufffd"`,
+	`user.age > 30 && user.tags[1] == "b"`,
+	`user?.name ?? "none"`,
+	`len(items) == 2 && items[1].k == true`,
+	`id == -0 && string(id) == "0"`,
+	`big > 1e19`,
+	`"id" in user`,
+	`type(id)`,
+	`toJSON(user)`,
+	`id` + " > 0 ? name : \"\"",
+}
+
+var lookupValues = []string{
+	`{"id":4,"name":"a"}`,
+	`{"id":1e3,"name":"x\"y\\z\/\u00e9\ud83d\ude00"}`,
+	"{\"id\":3,\"name\":\"\xff\"}",
+	`{"name":"\ud800","id":-0}`,
+	`{"id":1,"id":2,"user":{"age":31,"tags":["a","b"],"age":29}}`,
+	`{"user":{"name":null,"age":40,"tags":["x","b"]},"items":[{},{"k":true}]}`,
+	`{"big":12345678901234567890,"id":0.5}`,
+	` { "id" : 7 , "user" : { "id" : 1 } } `,
+	`{"id":2,"other":1e400}`,
+	`{"id":2,"other":[1,2,]}`,
+	`{"id":2}trailing`,
+	`[{"id":2}]`,
+	`{"\u0069d":8}`,
+	`{}`,
+}
+
+// Guarantee: a condition gives the same result (or the same error) whether
+// it reads fields through the lookup path or from the fully decoded value.
+func TestConditionsSameOnLookupAndDecodedValue(t *testing.T) {
+	for _, cond := range lookupConditions {
+		x, err := Compile("test", cond)
+		if err != nil {
+			t.Fatalf("%s: %v", cond, err)
+		}
+		x.cond = true // evaluate it as a condition would be, any result allowed
+		for _, v := range lookupValues {
+			fresh := rec(v)
+			e := getEnv()
+			gotLookup, errLookup := evalLookup(e, x, fresh)
+			decoded := rec(v)
+			fields, errDecode := decoded.Fields()
+			var gotFull any
+			if errDecode == nil {
+				gotFull, errDecode = e.run(x, fields)
+			} else {
+				errDecode = fmt.Errorf("transform: %w", errDecode)
+			}
+			putEnv(e)
+			if fmt.Sprint(errLookup) != fmt.Sprint(errDecode) || !reflect.DeepEqual(gotLookup, gotFull) {
+				t.Errorf("%s on %s:\nlookup  %#v, %v\ndecoded %#v, %v", cond, v, gotLookup, errLookup, gotFull, errDecode)
+			}
+		}
+	}
+}
+
+// evalLookup evaluates x as decide does, returning its result.
+func evalLookup(e *env, x *Expr, r *record.Record) (any, error) {
+	clear(e.m)
+	if err := r.LookupFields(x.fields, e.m); err != nil {
+		return nil, fmt.Errorf("transform: %w", err)
+	}
+	e.addReserved(r, x.needs, true)
+	return e.run(x, e.m)
+}
+
+// Guarantee: the metadata values an env keeps from one record to the next
+// (key, headers, meta, timestamp, origin) are always the current record's.
+func TestEnvReusesNothingStale(t *testing.T) {
+	f := mustFilter(t, `key == want.key && toJSON(headers) == toJSON(want.headers) && toJSON(meta) == toJSON(want.meta) && origin.offset == want.offset && string(timestamp) == want.ts`)
+	ts := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	recs := []struct {
+		key     string
+		headers []record.Header
+		meta    []record.Meta
+		offset  int64
+		ts      time.Time
+	}{
+		{"a", []record.Header{{Key: "t", Value: []byte("x")}, {Key: "u", Value: []byte("1")}}, []record.Meta{{Key: "topic", Value: "o"}}, 1, ts},
+		{"a", []record.Header{{Key: "t", Value: []byte("y")}}, nil, 2, ts},
+		{"bb", []record.Header{{Key: "t", Value: []byte("y")}, {Key: "t", Value: []byte("z")}}, []record.Meta{{Key: "p", Value: "1"}}, 3, ts.Add(time.Second)},
+		{"", nil, nil, 4, time.Time{}},
+	}
+	e := getEnv() // one env for all, as one goroutine would have
+	defer putEnv(e)
+	for _, c := range recs {
+		in := rec(`{}`)
+		in.Key, in.Headers, in.Meta, in.Time = []byte(c.key), c.headers, c.meta, c.ts
+		in.Origin.Offset = c.offset
+		h := map[string]string{}
+		for _, kv := range c.headers {
+			h[kv.Key] = string(kv.Value)
+		}
+		m := map[string]string{}
+		for _, kv := range c.meta {
+			m[kv.Key] = kv.Value
+		}
+		want := map[string]any{"key": c.key, "headers": h, "meta": m, "offset": c.offset, "ts": c.ts.String()}
+		fields, _ := json.Marshal(map[string]any{"want": want})
+		in.SetValue(fields)
+		kept, err := e.decide(in, f.conds[:], f.cond.fields, f.cond.needs, nil)
+		if err != nil || len(kept) != 1 {
+			t.Errorf("record %+v: kept %v, err %v", c, kept, err)
+		}
+	}
+}
+
+// Guarantee: a map that stores metadata in a field stores that record's own,
+// not a value the next record's evaluation overwrites.
+func TestMapStoresMetadataByValue(t *testing.T) {
+	m, err := NewMap(MapConfig{Set: []Assignment{{"o", "origin"}, {"h", "headers"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outs []record.Record
+	for i := range 3 {
+		in := rec(`{}`)
+		in.Origin.Offset = int64(i)
+		in.Headers = []record.Header{{Key: "n", Value: []byte{'0' + byte(i)}}}
+		if outs, err = m.Process(in, outs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range outs {
+		got := fieldsOf(t, &outs[i])
+		if got["o"].(map[string]any)["offset"] != float64(i) || got["h"].(map[string]any)["n"] != string(rune('0'+i)) {
+			t.Errorf("output %d: %v", i, got)
+		}
+	}
 }
