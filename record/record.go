@@ -213,27 +213,32 @@ func (r *Record) CloneData() Record {
 	c := *r
 	c.Ack = checkpoint.AckRef{}
 	if r.fields != nil {
-		c.fields = deepCopyMap(r.fields)
+		c.fields = CopyFields(r.fields)
 	}
 	return c
 }
 
-func deepCopyMap(m map[string]any) map[string]any {
+// CopyFields returns a deep copy of a decoded JSON object: maps and slices
+// are copied, so the copy can be changed without touching m.
+func CopyFields(m map[string]any) map[string]any {
 	c := make(map[string]any, len(m))
 	for k, v := range m {
-		c[k] = deepCopy(v)
+		c[k] = CopyValue(v)
 	}
 	return c
 }
 
-func deepCopy(v any) any {
+// CopyValue returns a deep copy of a decoded JSON value (see CopyFields).
+// A value placed in two records, or twice in one, must be copied so that it
+// can be changed in one place only.
+func CopyValue(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
-		return deepCopyMap(t)
+		return CopyFields(t)
 	case []any:
 		c := make([]any, len(t))
 		for i, e := range t {
-			c[i] = deepCopy(e)
+			c[i] = CopyValue(e)
 		}
 		return c
 	}

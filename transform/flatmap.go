@@ -89,10 +89,10 @@ func (f *FlatMap) Process(in *record.Record, out []record.Record) ([]record.Reco
 	for _, el := range elems {
 		var m map[string]any
 		if obj, ok := el.(map[string]any); ok {
-			m = deepCopyMap(obj)
+			m = record.CopyFields(obj)
 		} else {
-			m = deepCopyMap(fields)
-			if err := f.as.set(m, deepCopy(el)); err != nil {
+			m = record.CopyFields(fields)
+			if err := f.as.set(m, record.CopyValue(el)); err != nil {
 				return out, err
 			}
 		}

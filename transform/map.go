@@ -107,7 +107,7 @@ func (m *Map) Process(in *record.Record, out []record.Record) ([]record.Record, 
 			}
 			// A container from the record itself (set copy: user) must not
 			// be shared by two fields: changing one would change both.
-			if err := s.field.set(fields, deepCopy(v)); err != nil {
+			if err := s.field.set(fields, record.CopyValue(v)); err != nil {
 				return out, err
 			}
 		}

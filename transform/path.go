@@ -81,27 +81,3 @@ func kindOf(v any) string {
 	}
 	return fmt.Sprintf("a %T", v)
 }
-
-// deepCopy copies the JSON containers in v, so that a value placed in two
-// records (or twice in one) can be changed in one place only.
-func deepCopy(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		return deepCopyMap(t)
-	case []any:
-		c := make([]any, len(t))
-		for i, e := range t {
-			c[i] = deepCopy(e)
-		}
-		return c
-	}
-	return v
-}
-
-func deepCopyMap(m map[string]any) map[string]any {
-	c := make(map[string]any, len(m))
-	for k, v := range m {
-		c[k] = deepCopy(v)
-	}
-	return c
-}
