@@ -84,7 +84,9 @@ type Source interface {
 	Open(ctx context.Context, h Host) error
 	// Poll fills b with the next batch of one partition and returns nil, or
 	// returns ErrEndOfInput when a finite source has nothing more to read. It
-	// blocks until there is data or ctx is done. An empty batch is allowed (it
+	// blocks until there is data or ctx is done. The runtime also cancels ctx
+	// to apply a rewind while Poll waits on an idle partition: a Poll that
+	// returns for that must keep whatever it has buffered for the next call. An empty batch is allowed (it
 	// may carry a position that advances past skipped input).
 	Poll(ctx context.Context, b *Batch) error
 	// Commit durably records positions. When it fails the runtime retries the

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
 )
@@ -39,10 +40,18 @@ type sourceRunner struct {
 	table           map[checkpoint.BatchID]batchInfo
 
 	// Rewind requests from the checkpointer goroutine to the poller, which
-	// owns the issuer and so must Seek and Assign itself.
-	rewindMu  sync.Mutex
-	rewinds   []rewindReq
-	rewindSig chan struct{} // capacity 1
+	// owns the issuer and so must Seek and Assign itself. A request also
+	// cancels rewindCtx, the context of the Poll in progress: a Poll blocked
+	// on an idle partition would otherwise hold the rewind until new data
+	// arrived. The poller replaces a cancelled rewindCtx (under rewindMu,
+	// after taking the requests), so a request made after that cancels the
+	// new one; an uncancelled one is reused, so polling allocates no context.
+	rewindMu     sync.Mutex
+	rewinds      []rewindReq
+	rewindSig    chan struct{} // capacity 1
+	rewindCtx    context.Context
+	rewindCancel context.CancelCauseFunc
+	pollCtx      context.Context // set before Open; the poller's stop
 
 	reqs     chan hostReq  // Revoke and Lost, poller to checkpointer
 	notify   chan struct{} // capacity 1: the poller reached or left the end of input
@@ -51,6 +60,9 @@ type sourceRunner struct {
 	cpDone   chan struct{} // closed when the checkpointer goroutine returns
 
 	batchPool sync.Pool
+
+	// The source's metric children, looked up once: issue runs per batch.
+	mIssued, mRecordsOut prometheus.Counter
 
 	// For the Report: read is written by the poller, finalParts and finalPos
 	// by the checkpointer goroutine at its final commit; both are read only
@@ -97,6 +109,8 @@ func newSourceRunner(rt *runtime, idx int, spec SourceSpec) *sourceRunner {
 		cpDone:    make(chan struct{}),
 	}
 	s.iss = s.cp.NewIssuer()
+	s.mIssued = rt.m.issued.WithLabelValues(spec.Name)
+	s.mRecordsOut = rt.m.recordsOut.WithLabelValues(spec.Name)
 	s.batchPool.New = func() any { return new(connector.Batch) }
 	return s
 }
@@ -133,6 +147,8 @@ func (s *sourceRunner) Assign(name string, start checkpoint.Position) checkpoint
 // The drain timeout counts from the call: a worker stuck behind a stalled sink
 // delays the flush request only that long.
 func (s *sourceRunner) Revoke(ctx context.Context, p checkpoint.Partition) error {
+	ctx, stop := s.hostCtx(ctx)
+	defer stop()
 	s.iss.Revoke(p)
 	timeout := s.rt.g.spec.Checkpoint.DrainTimeout
 	deadline := s.rt.now().Add(timeout)
@@ -140,6 +156,33 @@ func (s *sourceRunner) Revoke(ctx context.Context, p checkpoint.Partition) error
 	s.rt.flushPartition(fctx, s, p)
 	cancel()
 	return s.hostRequest(ctx, hostReq{p: p, deadline: deadline})
+}
+
+// errRewind is the cause with which a rewind request cancels the context of
+// the Poll in progress.
+var errRewind = errors.New("pipeline: poll interrupted to rewind a partition")
+
+// hostCtx returns ctx minus the cancellation of a rewind request. A source
+// calls Revoke from inside Poll with the Poll's context (a file source giving
+// up a file); that context is cancelled to apply a rewind, which must not cut
+// the revoke's wait short. The result is done when ctx is done for another
+// reason, or when polling stops.
+func (s *sourceRunner) hostCtx(ctx context.Context) (context.Context, func()) {
+	hctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop1 := context.AfterFunc(ctx, func() {
+		if c := context.Cause(ctx); !errors.Is(c, errRewind) {
+			cancel(c)
+		}
+	})
+	stop2 := func() bool { return false }
+	if s.pollCtx != nil {
+		stop2 = context.AfterFunc(s.pollCtx, func() { cancel(context.Cause(s.pollCtx)) })
+	}
+	return hctx, func() {
+		stop1()
+		stop2()
+		cancel(nil)
+	}
 }
 
 // Lost implements connector.Host: the partition is forgotten, nothing committed.
@@ -164,7 +207,7 @@ func (s *sourceRunner) hostRequest(ctx context.Context, r hostReq) error {
 	case err := <-r.done:
 		return err
 	case <-ctx.Done():
-		return ctx.Err()
+		return context.Cause(ctx)
 	}
 }
 
@@ -185,14 +228,23 @@ func (s *sourceRunner) putBatch(b *connector.Batch) {
 // poll is the polling goroutine. It returns when pollCtx is done or the
 // source fails; the runtime then closes the workers' input.
 func (s *sourceRunner) poll(pollCtx, hardCtx context.Context) {
+	s.pollCtx = pollCtx
 	if err := s.src.Open(pollCtx, s); err != nil {
 		if pollCtx.Err() == nil {
 			s.rt.fail(fmt.Errorf("pipeline: source %s: open: %w", s.spec.Name, err))
 		}
 		return
 	}
+	s.rewindMu.Lock()
+	s.rewindCtx, s.rewindCancel = context.WithCancelCause(pollCtx)
+	s.rewindMu.Unlock()
+	defer func() {
+		s.rewindMu.Lock()
+		s.rewindCancel(nil)
+		s.rewindMu.Unlock()
+	}()
 	for {
-		if err := s.doRewinds(hardCtx); err != nil {
+		if err := s.doRewinds(pollCtx, hardCtx); err != nil {
 			s.rt.fail(err)
 			return
 		}
@@ -213,7 +265,8 @@ func (s *sourceRunner) poll(pollCtx, hardCtx context.Context) {
 			continue
 		}
 		b := s.batchPool.Get().(*connector.Batch)
-		err := s.src.Poll(pollCtx, b)
+		rctx := s.rewindCtx // only the poller replaces it
+		err := s.src.Poll(rctx, b)
 		if err != nil {
 			s.putBatch(b)
 			switch {
@@ -224,10 +277,18 @@ func (s *sourceRunner) poll(pollCtx, hardCtx context.Context) {
 				continue
 			case pollCtx.Err() != nil:
 				return
+			case rctx.Err() != nil:
+				// A rewind interrupted the Poll: no batch, rewind at the top
+				// of the loop. An error that is not the interruption comes
+				// back from the next Poll.
+				continue
 			}
 			s.rt.fail(fmt.Errorf("pipeline: source %s: poll: %w", s.spec.Name, err))
 			return
 		}
+		// A Poll that returns a batch although a rewind cancelled it is
+		// issued like any other: it belongs to the epoch before the rewind,
+		// so its acknowledgements are stale once doRewinds starts the new one.
 		if s.iss.Epoch(b.Partition) == 0 {
 			s.putBatch(b)
 			s.rt.fail(fmt.Errorf("pipeline: source %s: poll returned a batch of partition %d, which it never assigned (call Host.Assign first)", s.spec.Name, b.Partition))
@@ -263,8 +324,8 @@ func (s *sourceRunner) issue(b *connector.Batch) {
 	s.tableMu.Unlock()
 	s.inflightBatches.Add(1)
 	s.inflightBytes.Add(bytes)
-	s.rt.m.issued.WithLabelValues(s.spec.Name).Inc()
-	s.rt.m.recordsOut.WithLabelValues(s.spec.Name).Add(float64(len(b.Records)))
+	s.mIssued.Inc()
+	s.mRecordsOut.Add(float64(len(b.Records)))
 	s.rt.totalIn.Add(int64(len(b.Records)))
 	s.read += int64(len(b.Records))
 	n := len(b.Records)
@@ -280,16 +341,24 @@ func (s *sourceRunner) issue(b *connector.Batch) {
 
 // doRewinds seeks every partition the checkpointer asked to replay back to
 // its watermark and starts a new epoch there. Batches polled before are of the
-// old epoch: their acknowledgements are stale.
-func (s *sourceRunner) doRewinds(ctx context.Context) error {
+// old epoch: their acknowledgements are stale. It gives the next Poll a fresh
+// context if a request cancelled the last one.
+func (s *sourceRunner) doRewinds(pollCtx, ctx context.Context) error {
 	select {
 	case <-s.rewindSig:
 	default:
-		return nil
+		// The request cancels before it signals: a Poll may have seen the
+		// cancellation first.
+		if s.rewindCtx.Err() == nil {
+			return nil
+		}
 	}
 	s.rewindMu.Lock()
 	reqs := s.rewinds
 	s.rewinds = nil
+	if s.rewindCtx.Err() != nil && pollCtx.Err() == nil {
+		s.rewindCtx, s.rewindCancel = context.WithCancelCause(pollCtx)
+	}
 	s.rewindMu.Unlock()
 	for _, r := range reqs {
 		if s.iss.Epoch(r.p) != r.epoch {
@@ -434,8 +503,11 @@ func (s *sourceRunner) after(ctx context.Context, cs *cpState) {
 		cs.rewound[ps.Partition] = ps.Epoch
 		s.rewindMu.Lock()
 		s.rewinds = append(s.rewinds, rewindReq{p: ps.Partition, epoch: ps.Epoch, pos: ps.Watermark})
-		s.rewindMu.Unlock()
+		if s.rewindCancel != nil {
+			s.rewindCancel(errRewind) // wake a Poll waiting for data
+		}
 		signal(s.rewindSig)
+		s.rewindMu.Unlock()
 	}
 	if !cs.finished && s.eof.Load() && !blocked && s.inflightBatches.Load() == 0 {
 		s.commit(ctx, cs)

@@ -583,22 +583,18 @@ func TestPipelineCommitRetried(t *testing.T) {
 // back to its watermark under a new epoch, the failed records arrive again and
 // are written, and the group's offsets reach the end with nothing lost.
 //
-// More records are produced after the failure: the runtime applies a rewind
-// between two polls, and the Kafka source's Poll returns only with data (see
-// TestPipelineRewindIdlePartition).
+// More records are produced after the failure, so the partition is busy when
+// it is rewound; TestPipelineRewindIdlePartition covers the idle case.
 func TestPipelineRewindReplays(t *testing.T) {
 	rewindScenario(t, false)
 }
 
-// A rewind of a partition that receives no new data must still happen. It does
-// not yet: the runtime's poller applies rewinds only between two Polls, and
-// Poll blocks until data arrives (the Source contract), so a failed group on
-// an idle topic is never replayed and the watermark stays behind it until the
-// next record arrives. Known runtime bug; set WEIR_TEST_KNOWN_BUGS=1 to run.
+// A rewind of a partition that receives no new data must still happen: the
+// Kafka source's Poll blocks until records arrive, so the runtime interrupts
+// it (cancelling its context) to seek. Without that, a failed group on an idle
+// topic was never replayed and the watermark stayed behind it until the next
+// record arrived.
 func TestPipelineRewindIdlePartition(t *testing.T) {
-	if os.Getenv("WEIR_TEST_KNOWN_BUGS") == "" {
-		t.Skip("known runtime bug: a rewind waits for the blocked Poll to return; WEIR_TEST_KNOWN_BUGS=1 runs it")
-	}
 	rewindScenario(t, true)
 }
 

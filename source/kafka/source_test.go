@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -123,6 +124,60 @@ func TestBatchContents(t *testing.T) {
 	}
 	if len(r.Meta) != 1 || r.Meta[0].Key != "topic" || r.Meta[0].Value != "t" {
 		t.Errorf("meta = %+v", r.Meta)
+	}
+}
+
+// The runtime cancels a Poll's context to apply a rewind. A Poll whose
+// context is cancelled returns at once, with a batch it had buffered or with
+// the context's error, and loses nothing: the next Polls return every record
+// exactly once.
+func TestPollCancelledKeepsBuffered(t *testing.T) {
+	ctx := testCtx(t)
+	c := kafkatest.Fake(t, "t", 3)
+	cl := kafkatest.Client(t, c.ListenAddrs())
+	kafkatest.Produce(ctx, t, cl, "t", 3, 10)
+	src, h := openSource(ctx, t, c.ListenAddrs(), "g", "t")
+	got := map[string][]int64{}
+	take := func(b *connector.Batch) {
+		for _, r := range b.Records {
+			got[r.Origin.Partition] = append(got[r.Origin.Partition], r.Origin.Offset)
+		}
+		h.Deliver(b)
+		b.Reset()
+	}
+	var b connector.Batch
+	if err := src.Poll(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	take(&b)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	interrupted := false
+	for range 10 {
+		err := src.Poll(cancelled, &b)
+		if err != nil {
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("cancelled Poll returned %v, want context.Canceled", err)
+			}
+			interrupted = true
+			break
+		}
+		take(&b)
+	}
+	if !interrupted {
+		t.Fatal("Poll with a cancelled context kept returning batches")
+	}
+	count := func() int { return len(got["t/0"]) + len(got["t/1"]) + len(got["t/2"]) }
+	for n := count(); n < 30; n = count() {
+		if err := src.Poll(ctx, &b); err != nil {
+			t.Fatalf("after %d records: %v", n, err)
+		}
+		take(&b)
+	}
+	for _, name := range []string{"t/0", "t/1", "t/2"} {
+		if !slices.Equal(got[name], seq(0, 10)) {
+			t.Errorf("%s offsets %v, want 0..9 once each", name, got[name])
+		}
 	}
 }
 
