@@ -314,6 +314,9 @@ type batchOptions struct {
 	MaxRecords int      `yaml:"max_records"`
 	MaxBytes   Size     `yaml:"max_bytes"`
 	MaxAge     Duration `yaml:"max_age"`
+	// Linger flushes a partial group once the sink's input has been idle this
+	// long; zero (the default) waits for max_age. See docs/runtime.md.
+	Linger Duration `yaml:"linger"`
 }
 
 type retryOptions struct {
@@ -348,8 +351,11 @@ func (p *pipelineFile) readSink(k, v *yaml.Node, field string) {
 		p.positiveOpt(bn, "max_records", field+".batch", int64(b.MaxRecords))
 		p.positiveOpt(bn, "max_bytes", field+".batch", int64(b.MaxBytes))
 		p.positiveOpt(bn, "max_age", field+".batch", int64(b.MaxAge))
+		if b.Linger > 0 && b.Linger >= b.MaxAge {
+			p.errorf(optionOr(bn, "linger"), join(field+".batch", "linger"), "must be less than max_age to have any effect; lower it or leave it out")
+		}
 	}
-	d.spec.Batch = pipeline.BatchSettings{MaxRecords: b.MaxRecords, MaxBytes: int64(b.MaxBytes), MaxAge: b.MaxAge.D()}
+	d.spec.Batch = pipeline.BatchSettings{MaxRecords: b.MaxRecords, MaxBytes: int64(b.MaxBytes), MaxAge: b.MaxAge.D(), Linger: b.Linger.D()}
 
 	r := retryOptions{
 		MaxAttempts:    defaultRetryMaxAttempts,

@@ -32,3 +32,10 @@ func WithCommitted(f func(source string)) Option {
 
 // ProgressLine exposes the progress display's line format.
 var ProgressLine = progressLine
+
+// WithLingerTicks makes every sink check its linger (see
+// BatchSettings.Linger) when ticks delivers, against the clock of WithClock,
+// instead of on its own timer.
+func WithLingerTicks(ticks <-chan time.Time) Option {
+	return func(o *options) { o.hooks.lingerTicks = ticks }
+}

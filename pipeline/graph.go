@@ -350,7 +350,7 @@ func (g *graph) downstream(i int, seen, reach []bool) {
 
 func sinkDefaults(sk *SinkSpec) error {
 	b, r := &sk.Batch, &sk.Retry
-	if b.MaxRecords < 0 || b.MaxBytes < 0 || b.MaxAge < 0 {
+	if b.MaxRecords < 0 || b.MaxBytes < 0 || b.MaxAge < 0 || b.Linger < 0 {
 		return specErr("sink %q: batch limits must not be negative (0 means the default)", sk.Name)
 	}
 	if r.MaxAttempts < 0 || r.InitialBackoff < 0 || r.MaxBackoff < 0 || r.MaxElapsed < 0 {

@@ -24,6 +24,7 @@ type testHooks struct {
 	now           func() time.Time // the clock of batch ages and revoke deadlines
 	stallTicks    <-chan time.Time // replaces the stall refresh ticker
 	progressTicks <-chan time.Time // replaces the progress display's ticker
+	lingerTicks   <-chan time.Time // replaces every sink's linger timer
 	listening     func(addr string)
 	// committed is called by a checkpointer goroutine after each commit
 	// round, once the watermark and committed gauges are up to date.

@@ -40,7 +40,7 @@ func Run(ctx context.Context, spec *Spec, opts ...Option) error {
 		f(&o)
 	}
 	rt := &runtime{g: g, o: o, log: o.logger, m: newMetrics(), now: time.Now, stopCh: make(chan struct{}),
-		rejects: map[checkpoint.BatchID]*rejection{}}
+		rejects: map[checkpoint.BatchID]*rejection{}, chunks: make(chunkList, freeListSize)}
 	if o.hooks.now != nil {
 		rt.now = o.hooks.now
 	}
@@ -58,6 +58,7 @@ type runtime struct {
 	sources []*sourceRunner
 	sinks   []*sinkRunner
 	workers []*worker
+	chunks  chunkList // record slices for chunks, shared by workers and sinks
 
 	stopping atomic.Bool // no more rewinds: the pipeline is shutting down
 	stopOnce sync.Once

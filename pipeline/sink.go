@@ -39,6 +39,13 @@ type sinkRunner struct {
 	timerOn    bool
 	halted     bool
 
+	// The linger check (BatchSettings.Linger): lastIn is when the last chunk
+	// arrived. One timer per group, not one reset per chunk: when it fires
+	// early it is set again for the rest of the idle time.
+	lastIn   time.Time
+	linger   *time.Timer
+	lingerOn bool
+
 	// For the Report, kept by the sink goroutine and read after it returned.
 	written, failed int64
 
@@ -52,6 +59,13 @@ type sinkRunner struct {
 func (s *sinkRunner) run(ctx context.Context) {
 	s.timer = time.NewTimer(time.Hour)
 	s.timer.Stop()
+	s.linger = time.NewTimer(time.Hour)
+	s.linger.Stop()
+	lingerC := s.linger.C
+	if t := s.rt.o.hooks.lingerTicks; t != nil {
+		lingerC = t
+	}
+	defer s.linger.Stop()
 	for {
 		select {
 		case c, ok := <-s.in:
@@ -64,8 +78,45 @@ func (s *sinkRunner) run(ctx context.Context) {
 		case <-s.timer.C:
 			s.timerOn = false
 			s.flush(ctx)
+		case <-lingerC:
+			s.lingerOn = false
+			s.checkLinger(ctx)
 		}
 	}
+}
+
+// lingering reports whether the linger check applies: MaxAge would flush no
+// later otherwise.
+func (s *sinkRunner) lingering() bool {
+	return s.spec.Batch.Linger > 0 && s.spec.Batch.Linger < s.spec.Batch.MaxAge
+}
+
+// noteInput records the arrival of records and makes sure the linger timer
+// runs while the group holds any.
+func (s *sinkRunner) noteInput() {
+	if !s.lingering() {
+		return
+	}
+	s.lastIn = s.rt.now()
+	if len(s.group) > 0 && !s.lingerOn {
+		s.linger.Reset(s.spec.Batch.Linger)
+		s.lingerOn = true
+	}
+}
+
+// checkLinger flushes the group if no records arrived for Linger; otherwise
+// it waits for the rest of the idle time.
+func (s *sinkRunner) checkLinger(ctx context.Context) {
+	if len(s.group) == 0 || !s.lingering() {
+		return
+	}
+	idle := s.rt.now().Sub(s.lastIn)
+	if idle >= s.spec.Batch.Linger {
+		s.flush(ctx)
+		return
+	}
+	s.linger.Reset(s.spec.Batch.Linger - idle)
+	s.lingerOn = true
 }
 
 func (s *sinkRunner) handle(ctx context.Context, c chunk) {
@@ -90,12 +141,11 @@ func (s *sinkRunner) handle(ctx context.Context, c chunk) {
 	} else {
 		s.write(ctx, recs)
 	}
-	clear(recs)
-	*c.recs = recs[:0]
-	chunkPool.Put(c.recs)
+	s.rt.chunks.put(c.recs)
 	if len(s.group) >= s.spec.Batch.MaxRecords || s.groupBytes >= s.spec.Batch.MaxBytes {
 		s.flush(ctx)
 	}
+	s.noteInput()
 }
 
 // write hands recs to the sink, resolving a record it rejects alone.
@@ -187,6 +237,10 @@ func (s *sinkRunner) resetGroup() {
 	if s.timerOn {
 		s.timer.Stop()
 		s.timerOn = false
+	}
+	if s.lingerOn {
+		s.linger.Stop()
+		s.lingerOn = false
 	}
 }
 
@@ -318,7 +372,7 @@ func (s *sinkRunner) policy(ctx context.Context, recs []record.Record, st checkp
 // letter sink. Their references go along: they are delivered once that sink
 // has flushed them.
 func (s *sinkRunner) deadLetter(ctx context.Context, recs []record.Record, err error) {
-	p := chunkPool.Get().(*[]record.Record)
+	p := s.rt.chunks.get()
 	for i := range recs {
 		env := deadLetterRecord(componentSink, s.spec.Name, &recs[i], err)
 		env.Ack = recs[i].Ack

@@ -59,7 +59,7 @@ type sourceRunner struct {
 	finished chan struct{} // closed when a finite source is fully committed
 	cpDone   chan struct{} // closed when the checkpointer goroutine returns
 
-	batchPool sync.Pool
+	batches batchList
 
 	// The source's metric children, looked up once: issue runs per batch.
 	mIssued, mRecordsOut prometheus.Counter
@@ -111,7 +111,7 @@ func newSourceRunner(rt *runtime, idx int, spec SourceSpec) *sourceRunner {
 	s.iss = s.cp.NewIssuer()
 	s.mIssued = rt.m.issued.WithLabelValues(spec.Name)
 	s.mRecordsOut = rt.m.recordsOut.WithLabelValues(spec.Name)
-	s.batchPool.New = func() any { return new(connector.Batch) }
+	s.batches = make(batchList, freeListSize)
 	return s
 }
 
@@ -221,8 +221,7 @@ func (s *sourceRunner) partName(p checkpoint.Partition) string {
 }
 
 func (s *sourceRunner) putBatch(b *connector.Batch) {
-	b.Reset()
-	s.batchPool.Put(b)
+	s.batches.put(b)
 }
 
 // poll is the polling goroutine. It returns when pollCtx is done or the
@@ -264,7 +263,7 @@ func (s *sourceRunner) poll(pollCtx, hardCtx context.Context) {
 			}
 			continue
 		}
-		b := s.batchPool.Get().(*connector.Batch)
+		b := s.batches.get()
 		rctx := s.rewindCtx // only the poller replaces it
 		err := s.src.Poll(rctx, b)
 		if err != nil {

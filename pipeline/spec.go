@@ -60,6 +60,13 @@ type BatchSettings struct {
 	MaxRecords int
 	MaxBytes   int64
 	MaxAge     time.Duration
+	// Linger, when positive, also flushes the current group once the sink's
+	// input has been idle that long: its sources have caught up, and waiting
+	// for MaxAge would only delay the last records. It is off by default (0),
+	// because a trickling input would then be flushed in tiny groups (a file
+	// per few records); see docs/runtime.md. A Linger not below MaxAge has no
+	// effect.
+	Linger time.Duration
 }
 
 // RetrySettings bound the retries of a failed write: exponential backoff with

@@ -1,8 +1,6 @@
 package pipeline
 
 import (
-	"sync"
-
 	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/record"
@@ -18,13 +16,11 @@ type work struct {
 }
 
 // chunk is what a worker hands a sink: records of one poll batch routed to it.
-// The sink returns recs to chunkPool when done with the slice.
+// The sink returns recs to the runtime's chunk list when done with the slice.
 type chunk struct {
 	recs  *[]record.Record
 	flush bool
 }
-
-var chunkPool = sync.Pool{New: func() any { s := make([]record.Record, 0, 64); return &s }}
 
 // worker applies the transform DAG to batches. Workers are sharded by source
 // partition, so one partition's batches reach each sink in poll order.
@@ -71,8 +67,17 @@ func (w *worker) run() {
 
 func (w *worker) batch(src *sourceRunner, b *connector.Batch) {
 	outs := w.rt.g.sourceOut[src.idx]
-	for i := range b.Records {
-		w.emit(outs, b.Records[i])
+	if len(outs) == 1 && outs[0].sink && len(b.Records) > 0 {
+		// The whole batch goes to one sink as it is: the chunk takes the
+		// batch's slice instead of a copy of every record, and the batch,
+		// going back to its free list, takes the chunk's empty slice.
+		p := w.rt.chunks.get()
+		*p, b.Records = b.Records, (*p)[:0]
+		w.out[outs[0].idx] = p
+	} else {
+		for i := range b.Records {
+			w.emit(outs, b.Records[i])
+		}
 	}
 	src.putBatch(b)
 	for i, p := range w.out {
@@ -132,7 +137,7 @@ func (w *worker) to(t target, rec record.Record) {
 	if t.sink {
 		p := w.out[t.idx]
 		if p == nil {
-			p = chunkPool.Get().(*[]record.Record)
+			p = w.rt.chunks.get()
 			w.out[t.idx] = p
 		}
 		*p = append(*p, rec)

@@ -17,7 +17,9 @@
 // The last partial group of a run waits for the sink's batch.max_age (1s by
 // default) before it is flushed, which dominates a sub-second run; the rate
 // to the moment every record was written (not yet flushed) is printed too,
-// and -max-age sets the sink's max_age.
+// and -max-age sets the sink's max_age. -linger sets the sink's linger
+// (pipeline.BatchSettings.Linger, off by default), which flushes that group
+// once the input has been idle for it instead.
 //
 // It reports records/s from the start of the run (client creation, group
 // join) to the last record, as medians, and the ratio weir/bare. (A rate from
@@ -67,6 +69,7 @@ var (
 	cases   = flag.String("cases", "bare,blackhole,file", "cases to run, comma-separated")
 	cpuProf = flag.String("cpuprofile", "", "write a CPU profile of all runs to this file")
 	maxAge  = flag.Duration("max-age", 0, "the sink's batch.max_age (0: the default, 1s); the last partial group waits this long")
+	linger  = flag.Duration("linger", 0, "the sink's batch linger (0: off, the default): flush the last partial group once the input has been idle this long")
 	trFile  = flag.String("trace", "", "write an execution trace of all runs to this file (go tool trace)")
 )
 
@@ -139,7 +142,7 @@ func main() {
 				run, c, r.total[len(r.total)-1], m.total.Seconds(), m.written.Seconds(), m.commit.Seconds())
 		}
 	}
-	fmt.Printf("\n%d records of ~%d bytes, %d partitions, %d runs; medians:\n", *records, *size, *parts, *runs)
+	fmt.Printf("\n%d records of ~%d bytes, %d partitions, %d runs, max_age %v, linger %v; medians:\n", *records, *size, *parts, *runs, *maxAge, *linger)
 	b := results["bare"]
 	for _, c := range names {
 		r := results[c]
@@ -266,6 +269,8 @@ func weir(ctx context.Context, topic, sink string, run int) (measure, error) {
 	if err != nil {
 		return measure{}, err
 	}
+	// Set on the Spec: the linger is a pipeline.BatchSettings field.
+	spec.Sinks[0].Batch.Linger = *linger
 	cs := &countingSink{Sink: spec.Sinks[0].Sink, want: int64(*records), done: make(chan struct{})}
 	spec.Sinks[0].Sink = cs
 

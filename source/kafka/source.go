@@ -42,6 +42,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -80,6 +81,11 @@ type partState struct {
 	// committed is the highest offset this member committed for the
 	// partition in this assignment; Commit never sends a lower one.
 	committed int64
+	// name is the partition's name for Origin ("orders/3"), and meta the
+	// metadata every record of it carries, shared by all of them (capacity
+	// 1, so an append copies), so that a batch allocates neither.
+	name string
+	meta []record.Meta
 }
 
 // fetched is one partition's records from one poll of the client.
@@ -225,7 +231,8 @@ func (s *Source) adjustOffsets(_ context.Context, offsets map[string]map[int32]k
 				// after revoking it; be safe if it ever does not.
 				delete(s.byID, old.id)
 			}
-			s.parts[t] = &partState{start: start, next: start, committed: start}
+			s.parts[t] = &partState{start: start, next: start, committed: start,
+				name: t.name(), meta: []record.Meta{{Key: "topic", Value: t.topic}}}
 			delete(s.seeks, t) // a seek of an earlier assignment does not apply
 		}
 	}
@@ -473,7 +480,7 @@ func (s *Source) pop(b *connector.Batch) bool {
 			s.byID[id] = f.tp
 			s.mu.Unlock()
 		}
-		s.fill(b, f.tp, st.id, recs)
+		s.fill(b, st, recs)
 		st.next = recs[len(recs)-1].Offset + 1
 		return true
 	}
@@ -481,14 +488,16 @@ func (s *Source) pop(b *connector.Batch) bool {
 	return false
 }
 
-func (s *Source) fill(b *connector.Batch, t tp, id checkpoint.Partition, recs []*kgo.Record) {
+func (s *Source) fill(b *connector.Batch, st *partState, recs []*kgo.Record) {
 	b.Reset()
-	b.Partition = id
+	b.Partition = st.id
 	b.End = checkpoint.Position(recs[len(recs)-1].Offset + 1)
-	name := t.name()
-	// One allocation for all the batch's topic metadata.
-	metas := make([]record.Meta, len(recs))
-	for i, kr := range recs {
+	// The record keeps the fetched key, value and header bytes rather than
+	// copies: the client allocates them per fetch and never reuses them (no
+	// decompression or record pools are configured), and nothing downstream
+	// changes a record's bytes in place (record.New's rule).
+	b.Records = slices.Grow(b.Records, len(recs))
+	for _, kr := range recs {
 		r := record.New(kr.Value)
 		r.Key = kr.Key
 		r.Time = kr.Timestamp
@@ -499,9 +508,8 @@ func (s *Source) fill(b *connector.Batch, t tp, id checkpoint.Partition, recs []
 			}
 			r.Headers = hs
 		}
-		metas[i] = record.Meta{Key: "topic", Value: t.topic}
-		r.Meta = metas[i : i+1 : i+1]
-		r.Origin = record.Origin{Source: s.name, Partition: name, Offset: kr.Offset}
+		r.Meta = st.meta
+		r.Origin = record.Origin{Source: s.name, Partition: st.name, Offset: kr.Offset}
 		b.Records = append(b.Records, r)
 	}
 }
