@@ -194,6 +194,17 @@ func (r *Record) MarkChanged() {
 	}
 }
 
+// DropFields forgets the decoded fields when the value holds the same data,
+// so that a record kept only to be acknowledged (or written again) does not
+// keep its decoded map alive; a later Fields decodes the value again. It does
+// nothing to fields a transform changed and Value has not encoded yet, which
+// only the map holds. Sinks call it once they have encoded a record.
+func (r *Record) DropFields() {
+	if r.state == decoded {
+		r.fields, r.state = nil, bytesOnly
+	}
+}
+
 // Decoded reports whether the value has been decoded into fields.
 func (r *Record) Decoded() bool { return r.state == decoded || r.state == fieldsDirty }
 

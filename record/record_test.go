@@ -400,3 +400,35 @@ func TestLookupFieldsSeesChangedFields(t *testing.T) {
 		t.Fatalf("dst = %v, want the changed fields", dst)
 	}
 }
+
+// Guarantee: DropFields never loses data. It forgets a decoded map only when
+// the value holds the same record, and keeps fields a transform changed until
+// Value has encoded them.
+func TestDropFieldsKeepsTheRecord(t *testing.T) {
+	r := record.New([]byte(`{"a":1}`))
+	if _, err := r.Fields(); err != nil {
+		t.Fatal(err)
+	}
+	r.DropFields()
+	if r.Decoded() {
+		t.Fatal("DropFields kept the decoded fields of an unchanged record")
+	}
+	f, err := r.Fields()
+	if err != nil || f["a"] != float64(1) {
+		t.Fatalf("Fields after DropFields = %v, %v; want a=1", f, err)
+	}
+
+	f["a"] = float64(2)
+	r.MarkChanged()
+	r.DropFields()
+	if !r.Decoded() {
+		t.Fatal("DropFields forgot fields that only the map held")
+	}
+	if v, _ := r.Value(); string(v) != `{"a":2}` {
+		t.Fatalf("Value = %s, want {\"a\":2}", v)
+	}
+	r.DropFields()
+	if v, _ := r.Value(); r.Decoded() || string(v) != `{"a":2}` {
+		t.Fatalf("after encoding and DropFields: decoded %v, value %s", r.Decoded(), v)
+	}
+}

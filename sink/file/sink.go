@@ -61,6 +61,7 @@ type Sink struct {
 	sealed  []*chunk          // complete, fsynced, waiting for Flush to rename
 	created []string          // directories made since the last Flush
 	key     []byte            // render scratch
+	dirs    map[string]bool   // Flush scratch: the directories to fsync
 	gzFree  []*gzip.Writer
 	zsFree  []*zstd.Encoder
 	bwFree  []*bufio.Writer
@@ -75,6 +76,7 @@ type Sink struct {
 type chunk struct {
 	dir, tmp, final string
 	f               *os.File
+	cf              chunkFile // f, for bw: starts writeback as the chunk grows
 	bw              *bufio.Writer
 	gz              *gzip.Writer
 	zs              *zstd.Encoder
@@ -201,18 +203,33 @@ func (s *Sink) write(r *record.Record, now time.Time) error {
 			return err
 		}
 	}
-	if _, err := c.w.Write(v); err != nil {
+	if err := c.writeLine(v); err != nil {
 		return fmt.Errorf("sink/file: writing %s: %w", c.tmp, err)
 	}
-	if _, err := c.w.Write(newline); err != nil {
-		return fmt.Errorf("sink/file: writing %s: %w", c.tmp, err)
-	}
+	// The group keeps the record until the flush, for its reference; a map
+	// a transform decoded need not stay alive with it.
+	r.DropFields()
 	c.records++
 	c.bytes += int64(len(v)) + 1
 	return nil
 }
 
 var newline = []byte{'\n'}
+
+// writeLine writes v and a line break. Uncompressed, a line that fits the
+// buffer is appended to it in one step rather than by two writes.
+func (c *chunk) writeLine(v []byte) error {
+	if c.w == io.Writer(c.bw) && c.bw.Available() > len(v) {
+		b := append(append(c.bw.AvailableBuffer(), v...), '\n')
+		_, err := c.bw.Write(b)
+		return err
+	}
+	if _, err := c.w.Write(v); err != nil {
+		return err
+	}
+	_, err := c.w.Write(newline)
+	return err
+}
 
 func (s *Sink) writeParquet(c *chunk, r *record.Record, now time.Time) error {
 	fields, err := r.Fields()
@@ -246,6 +263,9 @@ func (s *Sink) writeParquet(c *chunk, r *record.Record, now time.Time) error {
 	if err := c.pq.write(fields); err != nil {
 		return fmt.Errorf("sink/file: writing %s: %w", c.tmp, err)
 	}
+	// The group keeps the record until the flush; the decoded map need not
+	// stay with it (a rewrite after an Abort decodes the value again).
+	r.DropFields()
 	c.records++
 	c.bytes += int64(r.Size())
 	return nil
@@ -267,11 +287,12 @@ func (s *Sink) newChunk(now time.Time, sch *pqSchema) (*chunk, error) {
 		return nil, fmt.Errorf("sink/file: creating chunk: %w", err)
 	}
 	c := &chunk{dir: dir, tmp: tmp, final: final, f: f, opened: now}
+	c.cf.reset(f)
 	if n := len(s.bwFree); n > 0 {
 		c.bw, s.bwFree = s.bwFree[n-1], s.bwFree[:n-1]
-		c.bw.Reset(f)
+		c.bw.Reset(&c.cf)
 	} else {
-		c.bw = bufio.NewWriterSize(f, s.cfg.BufferBytes)
+		c.bw = bufio.NewWriterSize(&c.cf, s.cfg.BufferBytes)
 	}
 	c.w = c.bw
 	switch {
@@ -337,7 +358,7 @@ func (s *Sink) seal(c *chunk) error {
 	if cerr := c.f.Close(); err == nil {
 		err = cerr
 	}
-	c.f = nil
+	c.f, c.cf = nil, chunkFile{}
 	if err != nil {
 		return fmt.Errorf("sink/file: completing %s: %w", c.tmp, err)
 	}
@@ -362,7 +383,11 @@ func (s *Sink) Flush(ctx context.Context) error {
 		publish = s.deferred
 		s.deferred = append([]*chunk(nil), s.sealed...)
 	}
-	dirs := map[string]bool{}
+	if s.dirs == nil {
+		s.dirs = map[string]bool{}
+	}
+	dirs := s.dirs
+	clear(dirs)
 	for _, c := range publish {
 		if c.renamed {
 			continue
