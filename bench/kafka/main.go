@@ -69,6 +69,7 @@ var (
 	cases   = flag.String("cases", "bare,blackhole,file", "cases to run, comma-separated")
 	cpuProf = flag.String("cpuprofile", "", "write a CPU profile of all runs to this file")
 	maxAge  = flag.Duration("max-age", 0, "the sink's batch.max_age (0: the default, 1s); the last partial group waits this long")
+	maxRecs = flag.Int("max-records", 0, "the sink's batch.max_records (0: the default, 10000): records per flush, so per file chunk for the file sink")
 	linger  = flag.Duration("linger", 0, "the sink's batch linger (0: off, the default): flush the last partial group once the input has been idle this long")
 	trFile  = flag.String("trace", "", "write an execution trace of all runs to this file (go tool trace)")
 )
@@ -142,7 +143,7 @@ func main() {
 				run, c, r.total[len(r.total)-1], m.total.Seconds(), m.written.Seconds(), m.commit.Seconds())
 		}
 	}
-	fmt.Printf("\n%d records of ~%d bytes, %d partitions, %d runs, max_age %v, linger %v; medians:\n", *records, *size, *parts, *runs, *maxAge, *linger)
+	fmt.Printf("\n%d records of ~%d bytes, %d partitions, %d runs, max_age %v, max_records %d, linger %v; medians:\n", *records, *size, *parts, *runs, *maxAge, *maxRecs, *linger)
 	b := results["bare"]
 	for _, c := range names {
 		r := results[c]
@@ -262,14 +263,20 @@ func weir(ctx context.Context, topic, sink string, run int) (measure, error) {
 		defer os.RemoveAll(dir)
 		opts = fmt.Sprintf("    path: %s\n    format: ndjson\n    compression: none\n", filepath.Join(dir, "out"))
 	}
+	var batch []string
 	if *maxAge > 0 {
-		opts += fmt.Sprintf("    batch: { max_age: %s }\n", *maxAge)
+		batch = append(batch, fmt.Sprintf("max_age: %s", *maxAge))
+	}
+	if *maxRecs > 0 {
+		batch = append(batch, fmt.Sprintf("max_records: %d, max_bytes: 256MiB", *maxRecs))
+	}
+	if len(batch) > 0 {
+		opts += "    batch: { " + strings.Join(batch, ", ") + " }\n"
 	}
 	spec, err := config.Parse("bench.yaml", fmt.Appendf(nil, weirYAML, *brokers, group, topic, sink, opts))
 	if err != nil {
 		return measure{}, err
 	}
-	// Set on the Spec: the linger is a pipeline.BatchSettings field.
 	spec.Sinks[0].Batch.Linger = *linger
 	cs := &countingSink{Sink: spec.Sinks[0].Sink, want: int64(*records), done: make(chan struct{})}
 	spec.Sinks[0].Sink = cs
