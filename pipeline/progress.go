@@ -57,6 +57,11 @@ func (rt *runtime) progress() func() {
 	}
 	done := make(chan struct{})
 	stopped := make(chan struct{})
+	// The first interval counts from zero: the pollers start before the
+	// display does, and a baseline read inside the goroutine could already
+	// include records read before it was scheduled.
+	var lastIn, lastOut int64
+	last := rt.now()
 	go func() {
 		defer close(stopped)
 		t := time.NewTicker(rt.o.interval)
@@ -65,7 +70,6 @@ func (rt *runtime) progress() func() {
 		if rt.o.hooks.progressTicks != nil {
 			ticks = rt.o.hooks.progressTicks
 		}
-		lastIn, lastOut, last := rt.totalIn.Load(), rt.totalOut.Load(), rt.now()
 		for {
 			select {
 			case <-done:
