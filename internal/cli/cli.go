@@ -16,6 +16,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/weir-etl/weir/config"
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/pipeline"
@@ -302,9 +304,6 @@ func progressTo(w io.Writer) io.Writer {
 	return nil
 }
 
-// isTerminal reports whether f is a character device. That is true of
-// terminals and also of /dev/null, where the display is harmlessly discarded.
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
+// isTerminal reports whether f is a terminal: not a file, a pipe, or a
+// character device such as /dev/null.
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
