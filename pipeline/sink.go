@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/record"
@@ -31,6 +33,10 @@ type sinkRunner struct {
 	in   chan chunk
 	dl   *sinkRunner // dead letter sink, or nil
 	log  *slog.Logger
+
+	// The sink's metric children, looked up once: they are counted per chunk
+	// and per group.
+	mRecordsIn, mRecordsOut prometheus.Counter
 
 	group      []record.Record
 	groupBytes int64
@@ -125,7 +131,7 @@ func (s *sinkRunner) handle(ctx context.Context, c chunk) {
 		return
 	}
 	recs := *c.recs
-	s.rt.m.recordsIn.WithLabelValues(s.spec.Name).Add(float64(len(recs)))
+	s.mRecordsIn.Add(float64(len(recs)))
 	if !s.spec.Acknowledgements {
 		// The sink never holds the watermark back: handing a record over is
 		// its delivery.
@@ -221,7 +227,7 @@ func (s *sinkRunner) ackGroup() {
 	}
 	s.set.Ack()
 	s.resetGroup()
-	s.rt.m.recordsOut.WithLabelValues(s.spec.Name).Add(float64(n))
+	s.mRecordsOut.Add(float64(n))
 	s.rt.totalOut.Add(int64(n))
 	s.written += int64(n)
 }
