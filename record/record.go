@@ -35,6 +35,10 @@ type Origin struct {
 }
 
 // Record is one record in flight.
+//
+// Key, Headers and Meta may share their backing arrays with other records (a
+// source may give every record of a partition the same Meta; CloneData copies
+// the slices, not their elements): replace them, never modify them in place.
 type Record struct {
 	Key     []byte
 	Headers []Header
@@ -42,8 +46,8 @@ type Record struct {
 	Time    time.Time
 	Origin  Origin
 
-	// Ack is the record's reference to its source batch. The runtime sets it;
-	// transforms clone and release it through the helpers of package pipeline.
+	// Ack is the record's reference to its source batch. The runtime sets,
+	// clones and releases it; transforms never touch it (see package transform).
 	Ack checkpoint.AckRef
 
 	value   []byte
