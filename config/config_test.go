@@ -46,13 +46,13 @@ func TestFullExample(t *testing.T) {
 		t.Errorf("sources:\n got %+v\nwant %+v", spec.Sources, wantSources)
 	}
 	defRetry := pipeline.RetrySettings{MaxAttempts: 5, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second, MaxElapsed: time.Minute}
-	defBatch := pipeline.BatchSettings{MaxRecords: 10000, MaxBytes: 8 << 20, MaxAge: time.Second}
+	defBatch := pipeline.BatchSettings{MaxRecords: 10000, MaxBytes: 8 << 20, MaxAge: time.Second, Overlap: 2}
 	wantSinks := []pipeline.SinkSpec{
 		{
 			Name: "warehouse", Inputs: []string{"items"},
 			Sink:             &testSink{name: "warehouse", cfg: &testSinkConfig{Dir: "/var/out"}},
 			Acknowledgements: true,
-			Batch:            pipeline.BatchSettings{MaxRecords: 500, MaxBytes: 4 << 20, MaxAge: 2 * time.Second},
+			Batch:            pipeline.BatchSettings{MaxRecords: 500, MaxBytes: 4 << 20, MaxAge: 2 * time.Second, Overlap: 3},
 			Retry:            pipeline.RetrySettings{MaxAttempts: 3, InitialBackoff: 50 * time.Millisecond, MaxBackoff: 5 * time.Second, MaxElapsed: 30 * time.Second},
 			OnFailure:        pipeline.DeadLetter, DeadLetter: "failed",
 		},
@@ -241,6 +241,8 @@ func TestValidationErrors(t *testing.T) {
 			15, "sinks.out.batch.linger", `"-5ms" is negative`},
 		{"zero batch", strings.Replace(base, "inputs: [f]", "inputs: [f]\n    batch:\n      max_records: 0", 2),
 			15, "sinks.out.batch.max_records", "must be more than 0"},
+		{"zero overlap", strings.Replace(base, "inputs: [f]", "inputs: [f]\n    batch:\n      overlap: 0", 2),
+			15, "sinks.out.batch.overlap", "must be more than 0"},
 		{"max_backoff below initial", strings.Replace(base, "inputs: [f]", "inputs: [f]\n    retry: { initial_backoff: 2s, max_backoff: 1s }", 2),
 			14, "sinks.out.retry.max_backoff", "is less than initial_backoff (2s)"},
 		{"bad on_failure", strings.Replace(base, "inputs: [f]", "inputs: [f]\n    on_failure: retry", 2),

@@ -317,6 +317,9 @@ type batchOptions struct {
 	// Linger flushes a partial group once the sink's input has been idle this
 	// long; zero (the default) waits for max_age. See docs/runtime.md.
 	Linger Duration `yaml:"linger"`
+	// Overlap is how many sealed groups may wait to become durable while the
+	// next is written, for sinks that seal (file, kafka).
+	Overlap int `yaml:"overlap"`
 }
 
 type retryOptions struct {
@@ -345,17 +348,18 @@ func (p *pipelineFile) readSink(k, v *yaml.Node, field string) {
 
 	p.decodeField(common, "acknowledgements", &d.spec.Acknowledgements, field)
 
-	b := batchOptions{MaxRecords: defaultBatchMaxRecords, MaxBytes: defaultBatchMaxBytes, MaxAge: Duration(defaultBatchMaxAge)}
+	b := batchOptions{MaxRecords: defaultBatchMaxRecords, MaxBytes: defaultBatchMaxBytes, MaxAge: Duration(defaultBatchMaxAge), Overlap: pipeline.DefaultBatchOverlap}
 	if p.decodeField(common, "batch", &b, field) {
 		bn := resolve(common["batch"])
 		p.positiveOpt(bn, "max_records", field+".batch", int64(b.MaxRecords))
 		p.positiveOpt(bn, "max_bytes", field+".batch", int64(b.MaxBytes))
 		p.positiveOpt(bn, "max_age", field+".batch", int64(b.MaxAge))
+		p.positiveOpt(bn, "overlap", field+".batch", int64(b.Overlap))
 		if b.Linger > 0 && b.Linger >= b.MaxAge {
 			p.errorf(optionOr(bn, "linger"), join(field+".batch", "linger"), "must be less than max_age to have any effect; lower it or leave it out")
 		}
 	}
-	d.spec.Batch = pipeline.BatchSettings{MaxRecords: b.MaxRecords, MaxBytes: int64(b.MaxBytes), MaxAge: b.MaxAge.D(), Linger: b.Linger.D()}
+	d.spec.Batch = pipeline.BatchSettings{MaxRecords: b.MaxRecords, MaxBytes: int64(b.MaxBytes), MaxAge: b.MaxAge.D(), Linger: b.Linger.D(), Overlap: b.Overlap}
 
 	r := retryOptions{
 		MaxAttempts:    defaultRetryMaxAttempts,

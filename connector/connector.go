@@ -128,6 +128,43 @@ type Sink interface {
 	Close(ctx context.Context) error
 }
 
+// Sealer is an optional interface for a sink whose Flush spends most of its
+// time waiting for a device or a peer (an fsync, a broker's acknowledgement).
+// The runtime then splits each flush in two: Seal, on the sink's goroutine,
+// closes the current group and starts the next at once; Persist, on a second
+// goroutine, waits for the sealed group to become durable while Write already
+// fills the next one. A group's records are acknowledged only after its
+// Persist returned nil, so the guarantee is Flush's; only the waiting overlaps.
+//
+// The runtime keeps a bounded number of sealed groups (BatchSettings.Overlap)
+// and calls their Persists one at a time, in the order they were sealed, so
+// groups become visible in order. The sink's other methods, for later groups,
+// run while a Persist does: a sink must give each SealedGroup everything it
+// needs and share no unsynchronised state with it.
+//
+// When Seal fails, the runtime handles it as a failed Flush: it calls Abort,
+// which must discard the group Seal was sealing too. When Persist fails, the
+// runtime calls that group's Discard and writes its records again.
+type Sealer interface {
+	Sink
+	// Seal ends the current group, as Flush does, without waiting for it to
+	// become durable, and starts a new group.
+	Seal(ctx context.Context) (SealedGroup, error)
+}
+
+// SealedGroup is a group a Sealer has sealed and handed over. The runtime
+// calls Persist once, and Discard only after a Persist that failed, both from
+// one goroutine other than the sink's.
+type SealedGroup interface {
+	// Persist makes the group durable and visible, and returns nil only once
+	// it is: the records may then be acknowledged.
+	Persist(ctx context.Context) error
+	// Discard removes what a failed Persist left of the group (temporary
+	// files); what already became visible may stay (the records are written
+	// again: at-least-once).
+	Discard(ctx context.Context) error
+}
+
 // RejectError is returned by Sink.Write for a record that can never be
 // written as it is (it cannot be encoded in the sink's format, say). Replay will
 // not help, so the record resolves as Rejected and the failure policy decides.

@@ -15,6 +15,7 @@ const (
 	DefaultBatchMaxRecords    = 10000
 	DefaultBatchMaxBytes      = 8 << 20
 	DefaultBatchMaxAge        = time.Second
+	DefaultBatchOverlap       = 2
 	DefaultRetryMaxAttempts   = 5
 	DefaultRetryInitial       = 100 * time.Millisecond
 	DefaultRetryMax           = 10 * time.Second
@@ -350,7 +351,7 @@ func (g *graph) downstream(i int, seen, reach []bool) {
 
 func sinkDefaults(sk *SinkSpec) error {
 	b, r := &sk.Batch, &sk.Retry
-	if b.MaxRecords < 0 || b.MaxBytes < 0 || b.MaxAge < 0 || b.Linger < 0 {
+	if b.MaxRecords < 0 || b.MaxBytes < 0 || b.MaxAge < 0 || b.Linger < 0 || b.Overlap < 0 {
 		return specErr("sink %q: batch limits must not be negative (0 means the default)", sk.Name)
 	}
 	if r.MaxAttempts < 0 || r.InitialBackoff < 0 || r.MaxBackoff < 0 || r.MaxElapsed < 0 {
@@ -367,6 +368,9 @@ func sinkDefaults(sk *SinkSpec) error {
 	}
 	if b.MaxAge == 0 {
 		b.MaxAge = DefaultBatchMaxAge
+	}
+	if b.Overlap == 0 {
+		b.Overlap = DefaultBatchOverlap
 	}
 	if r.MaxAttempts == 0 {
 		r.MaxAttempts = DefaultRetryMaxAttempts

@@ -103,7 +103,7 @@ func (rt *runtime) report(start time.Time) *Report {
 			In: c.in.Load(), Out: c.out.Load(), Rejected: c.rej.Load()})
 	}
 	for _, s := range rt.sinks {
-		sr := SinkReport{Name: s.spec.Name, Written: s.written, Failed: s.failed}
+		sr := SinkReport{Name: s.spec.Name, Written: s.written.Load(), Failed: s.failed}
 		if d, ok := s.spec.Sink.(connector.Describer); ok {
 			sr.Output = d.Describe()
 		}

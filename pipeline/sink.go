@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +23,15 @@ import (
 // Write per chunk and Flush per group, and gives the group's references their
 // outcome only when the outcome is known: Delivered after Flush returned nil,
 // or the failure policy's after retries gave up.
+//
+// A sink that implements connector.Sealer is flushed in two steps instead:
+// Seal on this goroutine, which starts the next group at once, and Persist on
+// a second one, the persister, which waits for the sealed group to become
+// durable while this goroutine goes on writing. Up to Batch.Overlap sealed
+// groups wait there, each with its records; a group's references get their
+// outcome when its Persist returned. A failed Persist brings everything back
+// to this goroutine: it waits for the other sealed groups and retries the
+// failed ones, with the current group, synchronously (see recover).
 //
 // References stay on the group's records until then, rather than moving into
 // an AckSet at once, so that a record the sink rejects on a retry can still be
@@ -52,14 +63,36 @@ type sinkRunner struct {
 	linger   *time.Timer
 	lingerOn bool
 
-	// For the Report, kept by the sink goroutine and read after it returned.
-	written, failed int64
+	// For the Report, read after the sink goroutine returned. The persister
+	// counts written too.
+	written atomic.Int64
+	failed  int64
 
 	// held lists the batches the current group holds references of, for the
 	// stall explainer; the sink goroutine writes it, /debug/stalls reads it.
+	// sealed lists the groups at the persister, whose held lists count too.
 	heldMu  sync.Mutex
 	held    []checkpoint.BatchID
+	sealed  []*sealedGroup
 	lastRef checkpoint.AckRef // last reference noted in held (compared, never released)
+
+	// With a Sealer (nil otherwise): groups go to the persister on toPersist
+	// and come back on persisted; both hold Batch.Overlap groups, as many as
+	// may be out at once, so neither send ever blocks.
+	sealer    connector.Sealer
+	toPersist chan *sealedGroup
+	persisted chan *sealedGroup
+	out       int               // groups sent and not yet back
+	spare     []*sealedGroup    // groups back, for reuse with their slices
+	pset      checkpoint.AckSet // the persister's
+}
+
+// sealedGroup is a group sealed and handed to the persister.
+type sealedGroup struct {
+	recs []record.Record // keeping their references until the outcome; acknowledged and cleared by the persister
+	held []checkpoint.BatchID
+	sg   connector.SealedGroup
+	err  error // Persist's
 }
 
 func (s *sinkRunner) run(ctx context.Context) {
@@ -72,11 +105,25 @@ func (s *sinkRunner) run(ctx context.Context) {
 		lingerC = t
 	}
 	defer s.linger.Stop()
+	if sl, ok := s.spec.Sink.(connector.Sealer); ok {
+		s.sealer = sl
+		s.toPersist = make(chan *sealedGroup, s.spec.Batch.Overlap)
+		s.persisted = make(chan *sealedGroup, s.spec.Batch.Overlap)
+		done := make(chan struct{})
+		go s.persist(ctx, done)
+		defer func() {
+			close(s.toPersist)
+			<-done
+		}()
+	}
 	for {
 		select {
 		case c, ok := <-s.in:
 			if !ok {
 				s.flush(ctx)
+				for s.out > 0 {
+					s.settle(ctx, s.back())
+				}
 				s.timer.Stop()
 				return
 			}
@@ -87,7 +134,31 @@ func (s *sinkRunner) run(ctx context.Context) {
 		case <-lingerC:
 			s.lingerOn = false
 			s.checkLinger(ctx)
+		case g := <-s.persisted:
+			s.settle(ctx, s.returned(g))
 		}
+	}
+}
+
+// persist is the persister: it makes sealed groups durable one at a time,
+// in the order they were sealed, and sends each back with its outcome. It
+// acknowledges a durable group itself, so that the sink goroutine spends no
+// time on it; a failed one goes back whole.
+func (s *sinkRunner) persist(ctx context.Context, done chan<- struct{}) {
+	defer close(done)
+	for g := range s.toPersist {
+		g.err = g.sg.Persist(ctx)
+		if g.err != nil {
+			if err := g.sg.Discard(ctx); err != nil {
+				s.log.Warn("discarding a group whose persist failed", "err", err)
+			}
+		} else {
+			s.ack(&s.pset, g.recs)
+			clear(g.recs)
+			g.recs = g.recs[:0]
+		}
+		g.sg = nil
+		s.persisted <- g
 	}
 }
 
@@ -202,13 +273,18 @@ func (s *sinkRunner) add(recs []record.Record) {
 	s.group = append(s.group, recs...)
 }
 
-// flush makes the group durable and acknowledges it, or retries.
+// flush makes the group durable and acknowledges it, or retries. For a
+// Sealer it seals the group and hands it to the persister instead.
 func (s *sinkRunner) flush(ctx context.Context) {
 	if len(s.group) == 0 {
 		return
 	}
 	if s.halted || ctx.Err() != nil {
 		s.failGroup(checkpoint.Failed)
+		return
+	}
+	if s.sealer != nil {
+		s.seal(ctx)
 		return
 	}
 	if err := s.spec.Sink.Flush(ctx); err != nil {
@@ -219,17 +295,125 @@ func (s *sinkRunner) flush(ctx context.Context) {
 }
 
 func (s *sinkRunner) ackGroup() {
-	n := len(s.group)
-	for i := range s.group {
-		if !s.group[i].Ack.IsZero() {
-			s.set.Add(&s.group[i].Ack)
+	s.ack(&s.set, s.group)
+	s.resetGroup()
+}
+
+// ack acknowledges recs, which the sink has made durable, through set.
+func (s *sinkRunner) ack(set *checkpoint.AckSet, recs []record.Record) {
+	for i := range recs {
+		if !recs[i].Ack.IsZero() {
+			set.Add(&recs[i].Ack)
 		}
 	}
-	s.set.Ack()
-	s.resetGroup()
+	set.Ack()
+	n := len(recs)
 	s.mRecordsOut.Add(float64(n))
 	s.rt.totalOut.Add(int64(n))
-	s.written += int64(n)
+	s.written.Add(int64(n))
+}
+
+// seal hands the current group to the persister, first waiting for one to
+// come back if Batch.Overlap are out.
+func (s *sinkRunner) seal(ctx context.Context) {
+	if s.out == s.spec.Batch.Overlap {
+		s.settle(ctx, s.back())
+		if len(s.group) == 0 { // a failure came back and took the group along
+			return
+		}
+	}
+	sg, err := s.sealer.Seal(ctx)
+	if err != nil {
+		s.recover(ctx, nil, err)
+		return
+	}
+	var g *sealedGroup
+	if n := len(s.spare); n > 0 {
+		g, s.spare = s.spare[n-1], s.spare[:n-1]
+	} else {
+		g = &sealedGroup{}
+	}
+	g.sg, g.err = sg, nil
+	g.recs, s.group = s.group, g.recs[:0]
+	s.heldMu.Lock()
+	g.held, s.held = s.held, g.held[:0]
+	s.sealed = append(s.sealed, g)
+	s.heldMu.Unlock()
+	s.resetGroup()
+	s.out++
+	s.toPersist <- g // never blocks: out <= Overlap, the channel's capacity
+}
+
+// back waits for the persister to return a group.
+func (s *sinkRunner) back() *sealedGroup { return s.returned(<-s.persisted) }
+
+// returned notes that g came back from the persister.
+func (s *sinkRunner) returned(g *sealedGroup) *sealedGroup {
+	s.out--
+	s.heldMu.Lock()
+	if i := slices.Index(s.sealed, g); i >= 0 {
+		s.sealed = slices.Delete(s.sealed, i, i+1)
+	}
+	s.heldMu.Unlock()
+	return g
+}
+
+// settle takes a group back from the persister: reused if it was durable
+// (and so acknowledged), retried (see recover) if not.
+func (s *sinkRunner) settle(ctx context.Context, g *sealedGroup) {
+	if g.err != nil {
+		s.recover(ctx, g, g.err)
+		return
+	}
+	s.reuse(g)
+}
+
+func (s *sinkRunner) reuse(g *sealedGroup) {
+	clear(g.recs)
+	g.recs, g.held = g.recs[:0], g.held[:0]
+	s.spare = append(s.spare, g)
+}
+
+// recover handles a failed Seal (failed is nil) or Persist (failed is the
+// group). It waits for every group still at the persister, acknowledging
+// those that became durable, puts the records of the failed ones in front of
+// the current group's, and retries the lot synchronously: retry's Abort
+// discards the current group in the sink, and its Flush writes everything
+// again. Groups sealed later may so become visible before the failed one's
+// records do; the runtime acknowledges by batch, never by order.
+func (s *sinkRunner) recover(ctx context.Context, failed *sealedGroup, err error) {
+	var back []*sealedGroup
+	if failed != nil {
+		back = append(back, failed)
+	}
+	for s.out > 0 {
+		g := s.back()
+		if g.err == nil {
+			s.reuse(g)
+			continue
+		}
+		back = append(back, g)
+	}
+	if len(back) > 0 {
+		var recs []record.Record
+		s.heldMu.Lock()
+		for _, g := range back {
+			recs = append(recs, g.recs...)
+			s.held = append(s.held, g.held...)
+		}
+		s.heldMu.Unlock()
+		recs = append(recs, s.group...)
+		clear(s.group)
+		s.group = recs
+		s.groupBytes = 0
+		for i := range recs {
+			s.groupBytes += int64(recs[i].Size())
+		}
+		for _, g := range back {
+			s.reuse(g)
+		}
+	}
+	s.retry(ctx, err)
 }
 
 func (s *sinkRunner) resetGroup() {
@@ -437,9 +621,14 @@ func deadLetterRecord(kind, name string, r *record.Record, err error) record.Rec
 	return out
 }
 
-// heldBatches appends the batches the sink's current group holds to dst.
+// heldBatches appends the batches the sink's current group, and its groups at
+// the persister, hold to dst.
 func (s *sinkRunner) heldBatches(dst []checkpoint.BatchID) []checkpoint.BatchID {
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
-	return append(dst, s.held...)
+	dst = append(dst, s.held...)
+	for _, g := range s.sealed {
+		dst = append(dst, g.held...)
+	}
+	return dst
 }

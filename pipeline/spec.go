@@ -67,6 +67,12 @@ type BatchSettings struct {
 	// per few records); see docs/runtime.md. A Linger not below MaxAge has no
 	// effect.
 	Linger time.Duration
+	// Overlap is how many sealed groups may be waiting to become durable
+	// while the next group is written, for a sink that implements
+	// connector.Sealer (the file and Kafka sinks). Other sinks flush
+	// synchronously and ignore it. Zero means the default,
+	// DefaultBatchOverlap.
+	Overlap int
 }
 
 // RetrySettings bound the retries of a failed write: exponential backoff with

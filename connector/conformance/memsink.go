@@ -5,6 +5,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/record"
 )
 
@@ -56,3 +57,28 @@ func (m *MemSink) Values() [][]byte {
 	defer m.mu.Unlock()
 	return append([][]byte(nil), m.flushed...)
 }
+
+// MemSealer is MemSink as a connector.Sealer: Seal hands the group over, and
+// its Persist makes it readable through Values.
+type MemSealer struct{ MemSink }
+
+// Seal implements connector.Sealer.
+func (m *MemSealer) Seal(ctx context.Context) (connector.SealedGroup, error) {
+	g := &memGroup{m: &m.MemSink, vals: m.group}
+	m.group = nil
+	return g, nil
+}
+
+type memGroup struct {
+	m    *MemSink
+	vals [][]byte
+}
+
+func (g *memGroup) Persist(ctx context.Context) error {
+	g.m.mu.Lock()
+	g.m.flushed = append(g.m.flushed, g.vals...)
+	g.m.mu.Unlock()
+	return nil
+}
+
+func (g *memGroup) Discard(ctx context.Context) error { return nil }

@@ -1,0 +1,154 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weir-etl/weir/connector/conformance"
+	"github.com/weir-etl/weir/pipeline"
+)
+
+// The runtime flushes a sink that seals through Seal and Persist: while the
+// first group's Persist is held, later groups are still written and sealed
+// (up to Overlap of them out at once), and nothing is committed until the
+// held group is durable.
+func TestSealedGroupsOverlapAndCommitOnlyWhenDurable(t *testing.T) {
+	for _, overlap := range []int{1, 3} {
+		t.Run(fmt.Sprintf("overlap%d", overlap), func(t *testing.T) {
+			mem := &conformance.MemSealer{}
+			fs := conformance.NewFaultSealer(mem)
+			release := make(chan struct{})
+			reached := make(chan struct{})
+			var once sync.Once
+			first := true
+			fs.OnPersist = func() error {
+				if !first {
+					return nil
+				}
+				first = false // the persister is one goroutine
+				// Hold the first group until Overlap groups are out:
+				// the sink goroutine kept writing while it waited.
+				deadline := time.Now().Add(10 * time.Second)
+				for {
+					if seals, _, _, _ := fs.SealCounts(); seals >= overlap {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Errorf("only %v groups sealed while the first waited; want %d", sealsOf(fs), overlap)
+						break
+					}
+					time.Sleep(time.Millisecond) // polling the sink goroutine's progress
+				}
+				once.Do(func() { close(reached) })
+				<-release
+				return nil
+			}
+			src := gen(t, 1000, 1, 10)
+			var mu sync.Mutex
+			var early []int64 // commits seen while the first group was held
+			held := true
+			sp := fastSpec(src, pipeline.SinkSpec{Name: "out", Inputs: []string{"gen"}, Sink: fs,
+				Batch: pipeline.BatchSettings{MaxRecords: 50, MaxAge: time.Hour, Overlap: overlap}})
+			committed := pipeline.WithCommitted(func(string) {
+				mu.Lock()
+				defer mu.Unlock()
+				if got := src.Offsets().Get("gen/0"); held && got > 0 {
+					early = append(early, int64(got))
+				}
+			})
+			errc := make(chan error, 1)
+			go func() { errc <- pipeline.Run(context.Background(), sp, quiet, committed) }()
+			<-reached
+			time.Sleep(30 * time.Millisecond) // give an early commit time to show
+			mu.Lock()
+			held = false
+			mu.Unlock()
+			if n := len(mem.Values()); n != 0 {
+				t.Errorf("%d records readable before the first Persist returned", n)
+			}
+			close(release)
+			if err := <-errc; err != nil {
+				t.Fatal(err)
+			}
+			if len(early) > 0 {
+				t.Fatalf("committed %v while the first group was not durable", early)
+			}
+			if got := src.Offsets().Get("gen/0"); got != 1000 {
+				t.Fatalf("committed %d, want 1000", got)
+			}
+			if got := seen(t, mem.Values()); len(got) != 1000 {
+				t.Fatalf("%d distinct records durable, want 1000", len(got))
+			}
+			seals, persists, discards, maxOut := fs.SealCounts()
+			if maxOut != overlap {
+				t.Fatalf("at most %d groups were out at once, want exactly Overlap = %d", maxOut, overlap)
+			}
+			if seals != persists || discards != 0 {
+				t.Fatalf("%d seals, %d persists, %d discards", seals, persists, discards)
+			}
+		})
+	}
+}
+
+func sealsOf(fs *conformance.FaultSealer) int {
+	n, _, _, _ := fs.SealCounts()
+	return n
+}
+
+// A failed Persist sends the group back: the runtime waits for the groups
+// still out, writes the failed group's records again with the current group,
+// and flushes them synchronously. Every record ends up durable and committed,
+// and the failed group was discarded.
+func TestFailedPersistIsWrittenAgain(t *testing.T) {
+	mem := &conformance.MemSealer{}
+	fs := conformance.NewFaultSealer(mem)
+	var mu sync.Mutex
+	calls := 0
+	fs.OnPersist = func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if calls%4 == 2 { // every fourth group, starting with the second
+			return errors.New("disk full")
+		}
+		return nil
+	}
+	src := gen(t, 2000, 2, 25)
+	sp := fastSpec(src, pipeline.SinkSpec{Name: "out", Inputs: []string{"gen"}, Sink: fs,
+		Batch: pipeline.BatchSettings{MaxRecords: 100, Overlap: 2}})
+	sp.Sinks[0].Retry.MaxAttempts = 5
+	var rep *pipeline.Report
+	if err := pipeline.Run(context.Background(), sp, quiet, pipeline.WithReport(func(r *pipeline.Report) { rep = r })); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"gen/0", "gen/1"} {
+		if got := src.Offsets().Get(p); got != 1000 {
+			t.Fatalf("%s committed %d, want 1000", p, got)
+		}
+	}
+	_, _, discards, _ := fs.SealCounts()
+	if discards == 0 {
+		t.Fatal("no group was discarded: the failures never happened")
+	}
+	if got := len(mem.Values()); got < 2000 {
+		t.Fatalf("%d records durable, want at least 2000", got)
+	}
+	distinct := map[string]bool{}
+	for _, v := range mem.Values() {
+		distinct[string(v)] = true
+	}
+	if len(distinct) != 2000 {
+		t.Fatalf("%d distinct records durable, want 2000", len(distinct))
+	}
+	_, flushes, _ := fs.Counts()
+	if flushes == 0 {
+		t.Fatal("no synchronous Flush: the failed groups were not retried")
+	}
+	if w := rep.Sinks[0].Written; w < 2000 {
+		t.Fatalf("report says %d written, want at least 2000", w)
+	}
+}
