@@ -4,10 +4,15 @@
 //
 // A group (everything written between two Flushes) goes to hidden temporary
 // files beside their final names. Flush seals each one (closes the encoder,
-// fsyncs the file), renames it to its final name and fsyncs the directories,
-// and only then returns nil, so a chunk a reader can see is complete and
-// durable. Abort deletes the temporary files: nothing of an aborted group is
-// ever visible.
+// writes out the buffer), fsyncs it, renames it to its final name and fsyncs
+// the directories, and only then returns nil, so a chunk a reader can see is
+// complete and durable. Abort deletes the temporary files: nothing of an
+// aborted group is ever visible.
+//
+// The sink is a connector.Sealer: Seal does the first part of a Flush and
+// hands the group's files over; the returned group's Persist does the rest
+// (the fsyncs and renames) on the runtime's persister goroutine, while the
+// next group is written.
 package file
 
 import (
@@ -21,6 +26,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -58,18 +66,20 @@ type Sink struct {
 	now   func() time.Time
 
 	open    map[string]*chunk // by rendered template
-	sealed  []*chunk          // complete, fsynced, waiting for Flush to rename
-	created []string          // directories made since the last Flush
+	sealed  []*chunk          // complete, written out, waiting for Seal or Flush
+	created []string          // directories made since the last Seal or Flush
 	key     []byte            // render scratch
-	dirs    map[string]bool   // Flush scratch: the directories to fsync
 	gzFree  []*gzip.Writer
 	zsFree  []*zstd.Encoder
 	bwFree  []*bufio.Writer
 
-	deferred []*chunk // only with unsafeDeferPublish: sealed chunks held back to the next Flush
+	// Only with unsafeDeferPublish: sealed chunks held back to the next Persist.
+	deferMu  sync.Mutex
+	deferred []*chunk
 
-	// Published chunks and their records, for Describe.
-	chunks, records int64
+	// Published chunks and their records, for Describe; Persist counts them
+	// on the runtime's persister goroutine.
+	chunks, records atomic.Int64
 }
 
 // chunk is one temporary output file.
@@ -149,18 +159,26 @@ func (s *Sink) mkdir(dir string) error {
 // the configured schema cannot take) is a *connector.RejectError.
 func (s *Sink) Write(ctx context.Context, recs []record.Record) error {
 	now := s.now().UTC()
+	var c *chunk // the open chunk for s.key, or nil for a new one
+	var err error
 	if !s.tmpl.hasFields {
+		// One path for every record: look its chunk up once.
 		s.key, _ = s.tmpl.render(s.key[:0], now, nil)
+		if c, err = s.current(now); err != nil {
+			return err
+		}
 	}
 	for i := range recs {
 		r := &recs[i]
 		if s.tmpl.hasFields {
-			var err error
 			if s.key, err = s.tmpl.render(s.key[:0], now, r); err != nil {
 				return &connector.RejectError{Index: i, Err: fmt.Errorf("sink/file: %w", err)}
 			}
+			if c, err = s.current(now); err != nil {
+				return err
+			}
 		}
-		if err := s.write(r, now); err != nil {
+		if c, err = s.write(c, r, now); err != nil {
 			var rej *rejectErr
 			if errors.As(err, &rej) {
 				return &connector.RejectError{Index: i, Err: rej.err}
@@ -169,6 +187,19 @@ func (s *Sink) Write(ctx context.Context, recs []record.Record) error {
 		}
 	}
 	return nil
+}
+
+// current returns the open chunk for s.key, or nil if there is none or it
+// has reached max_age (it is then sealed).
+func (s *Sink) current(now time.Time) (*chunk, error) {
+	c := s.open[string(s.key)]
+	if c != nil && now.Sub(c.opened) >= s.cfg.MaxAge {
+		if err := s.seal(c); err != nil {
+			return nil, err
+		}
+		return nil, nil
+	}
+	return c, nil
 }
 
 // rejectErr marks an error that is the record's fault, not the disk's.
@@ -180,11 +211,12 @@ func reject(format string, a ...any) error {
 	return &rejectErr{fmt.Errorf("sink/file: "+format, a...)}
 }
 
-func (s *Sink) write(r *record.Record, now time.Time) error {
-	c := s.open[string(s.key)]
-	if c != nil && (c.records >= s.cfg.MaxRecords || c.bytes >= s.cfg.MaxBytes || now.Sub(c.opened) >= s.cfg.MaxAge) {
+// write writes r to c, the open chunk for s.key (nil: none), and returns the
+// chunk that now is: a full c is sealed and a new one started.
+func (s *Sink) write(c *chunk, r *record.Record, now time.Time) (*chunk, error) {
+	if c != nil && (c.records >= s.cfg.MaxRecords || c.bytes >= s.cfg.MaxBytes) {
 		if err := s.seal(c); err != nil {
-			return err
+			return nil, err
 		}
 		c = nil
 	}
@@ -193,25 +225,25 @@ func (s *Sink) write(r *record.Record, now time.Time) error {
 	}
 	v, err := r.Value()
 	if err != nil {
-		return &rejectErr{fmt.Errorf("sink/file: %w", err)}
+		return c, &rejectErr{fmt.Errorf("sink/file: %w", err)}
 	}
 	if bytes.IndexByte(v, '\n') >= 0 {
-		return reject("value contains a line break, which NDJSON cannot hold")
+		return c, reject("value contains a line break, which NDJSON cannot hold")
 	}
 	if c == nil {
 		if c, err = s.newChunk(now, nil); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := c.writeLine(v); err != nil {
-		return fmt.Errorf("sink/file: writing %s: %w", c.tmp, err)
+		return c, fmt.Errorf("sink/file: writing %s: %w", c.tmp, err)
 	}
 	// The group keeps the record until the flush, for its reference; a map
 	// a transform decoded need not stay alive with it.
 	r.DropFields()
 	c.records++
 	c.bytes += int64(len(v)) + 1
-	return nil
+	return c, nil
 }
 
 var newline = []byte{'\n'}
@@ -231,20 +263,20 @@ func (c *chunk) writeLine(v []byte) error {
 	return err
 }
 
-func (s *Sink) writeParquet(c *chunk, r *record.Record, now time.Time) error {
+func (s *Sink) writeParquet(c *chunk, r *record.Record, now time.Time) (*chunk, error) {
 	fields, err := r.Fields()
 	if err != nil {
-		return &rejectErr{fmt.Errorf("sink/file: parquet needs a JSON object: %w", err)}
+		return c, &rejectErr{fmt.Errorf("sink/file: parquet needs a JSON object: %w", err)}
 	}
 	if c != nil {
 		if err := c.pq.s.fit(fields); err != nil {
 			if s.fixed != nil {
-				return &rejectErr{fmt.Errorf("sink/file: %w: add it to schema or fix the record", err)}
+				return c, &rejectErr{fmt.Errorf("sink/file: %w: add it to schema or fix the record", err)}
 			}
 			// An inferred schema follows the data: a record that does not fit
 			// starts a new chunk with its own schema.
 			if err := s.seal(c); err != nil {
-				return err
+				return nil, err
 			}
 			c = nil
 		}
@@ -254,21 +286,21 @@ func (s *Sink) writeParquet(c *chunk, r *record.Record, now time.Time) error {
 		if sch == nil {
 			sch = inferSchema(fields)
 		} else if err := sch.fit(fields); err != nil {
-			return &rejectErr{fmt.Errorf("sink/file: %w: add it to schema or fix the record", err)}
+			return c, &rejectErr{fmt.Errorf("sink/file: %w: add it to schema or fix the record", err)}
 		}
 		if c, err = s.newChunk(now, sch); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := c.pq.write(fields); err != nil {
-		return fmt.Errorf("sink/file: writing %s: %w", c.tmp, err)
+		return c, fmt.Errorf("sink/file: writing %s: %w", c.tmp, err)
 	}
 	// The group keeps the record until the flush; the decoded map need not
 	// stay with it (a rewrite after an Abort decodes the value again).
 	r.DropFields()
 	c.records++
 	c.bytes += int64(r.Size())
-	return nil
+	return c, nil
 }
 
 func (s *Sink) newChunk(now time.Time, sch *pqSchema) (*chunk, error) {
@@ -311,8 +343,7 @@ func (s *Sink) newChunk(now time.Time, sch *pqSchema) (*chunk, error) {
 			c.zs, s.zsFree = s.zsFree[n-1], s.zsFree[:n-1]
 			c.zs.Reset(c.bw)
 		} else {
-			c.zs, err = zstd.NewWriter(c.bw, zstd.WithEncoderConcurrency(1))
-			if err != nil {
+			if c.zs, err = zstd.NewWriter(c.bw, zstd.WithEncoderConcurrency(1)); err != nil {
 				f.Close()
 				os.Remove(tmp)
 				return nil, fmt.Errorf("sink/file: zstd: %w", err)
@@ -324,7 +355,10 @@ func (s *Sink) newChunk(now time.Time, sch *pqSchema) (*chunk, error) {
 	return c, nil
 }
 
-// seal completes a chunk's file and fsyncs it; it stays hidden until Flush.
+// seal completes a chunk's file: its encoder is closed and its buffer written
+// out. The file stays open and hidden until its group is persisted (fsynced,
+// renamed): keeping the descriptor is what lets that fsync report any error
+// the kernel met writing the file back.
 func (s *Sink) seal(c *chunk) error {
 	for k, oc := range s.open {
 		if oc == c {
@@ -352,13 +386,7 @@ func (s *Sink) seal(c *chunk) error {
 		c.bw.Reset(nil)
 		s.bwFree = append(s.bwFree, c.bw)
 	}
-	if err == nil {
-		err = c.f.Sync()
-	}
-	if cerr := c.f.Close(); err == nil {
-		err = cerr
-	}
-	c.f, c.cf = nil, chunkFile{}
+	c.cf = chunkFile{}
 	if err != nil {
 		return fmt.Errorf("sink/file: completing %s: %w", c.tmp, err)
 	}
@@ -366,28 +394,76 @@ func (s *Sink) seal(c *chunk) error {
 }
 
 // Flush makes the group durable and visible: it seals every open chunk,
-// renames each to its final name and fsyncs the directories involved. On
-// error nothing more is renamed and the runtime calls Abort; a chunk renamed
-// before the error stays visible, and its records are written again by the
-// replay (at-least-once).
+// fsyncs each, renames it to its final name and fsyncs the directories
+// involved. On error nothing more is renamed and the runtime calls Abort; a
+// chunk renamed before the error stays visible, and its records are written
+// again by the replay (at-least-once).
 func (s *Sink) Flush(ctx context.Context) error {
+	g, err := s.sealGroup()
+	if err != nil {
+		return err
+	}
+	if err := g.Persist(ctx); err != nil {
+		// Abort discards what is left.
+		s.sealed = append(s.sealed, g.chunks...)
+		s.created = append(s.created, g.created...)
+		return err
+	}
+	return nil
+}
+
+// Seal implements connector.Sealer: it seals every open chunk and hands the
+// group's chunks over. Its Persist fsyncs, renames and fsyncs directories as
+// Flush does. If Seal fails, the group stays the sink's, for Abort.
+func (s *Sink) Seal(ctx context.Context) (connector.SealedGroup, error) {
+	return s.sealGroup()
+}
+
+func (s *Sink) sealGroup() (*group, error) {
 	for _, c := range s.open {
 		if err := s.seal(c); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	publish := s.sealed
+	g := &group{s: s, chunks: s.sealed, created: s.created}
+	s.sealed, s.created = nil, nil
+	return g, nil
+}
+
+// group is a sealed group: its chunks, written out but neither fsynced nor
+// visible, and the directories made for them.
+type group struct {
+	s       *Sink
+	chunks  []*chunk
+	created []string
+}
+
+// Persist makes the group durable and visible: each chunk is fsynced, closed
+// and renamed to its final name, then every directory a name was added to or
+// created in is fsynced.
+func (g *group) Persist(ctx context.Context) error {
+	for _, c := range g.chunks {
+		if c.f == nil {
+			continue
+		}
+		err := c.f.Sync()
+		if cerr := c.f.Close(); err == nil {
+			err = cerr
+		}
+		c.f = nil
+		if err != nil {
+			return fmt.Errorf("sink/file: completing %s: %w", c.tmp, err)
+		}
+	}
+	publish := g.chunks
 	if unsafeDeferPublish {
 		// Deliberately wrong (see unsafe_on.go): publish only the chunks of
 		// earlier groups and report this group durable without its chunks.
-		publish = s.deferred
-		s.deferred = append([]*chunk(nil), s.sealed...)
+		g.s.deferMu.Lock()
+		publish, g.s.deferred = g.s.deferred, slices.Clone(g.chunks)
+		g.s.deferMu.Unlock()
 	}
-	if s.dirs == nil {
-		s.dirs = map[string]bool{}
-	}
-	dirs := s.dirs
-	clear(dirs)
+	var dirs []string
 	for _, c := range publish {
 		if c.renamed {
 			continue
@@ -396,19 +472,50 @@ func (s *Sink) Flush(ctx context.Context) error {
 			return fmt.Errorf("sink/file: publishing chunk: %w", err)
 		}
 		c.renamed = true
-		dirs[c.dir] = true
-		s.chunks++
-		s.records += int64(c.records)
+		if !slices.Contains(dirs, c.dir) {
+			dirs = append(dirs, c.dir)
+		}
+		g.s.chunks.Add(1)
+		g.s.records.Add(int64(c.records))
 	}
-	for _, d := range s.created {
-		dirs[filepath.Dir(d)] = true
+	for _, d := range g.created {
+		if p := filepath.Dir(d); !slices.Contains(dirs, p) {
+			dirs = append(dirs, p)
+		}
 	}
-	for d := range dirs {
+	for _, d := range dirs {
 		if err := syncDir(d); err != nil {
 			return err
 		}
 	}
-	s.sealed, s.created = s.sealed[:0], s.created[:0]
+	return nil
+}
+
+// Discard deletes the temporary files of a group whose Persist failed; chunks
+// already renamed stay visible (their records are written again).
+func (g *group) Discard(ctx context.Context) error {
+	var first error
+	for _, c := range g.chunks {
+		if err := c.discard(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// discard closes c's file and deletes it unless it was renamed.
+func (c *chunk) discard() error {
+	if c.f != nil {
+		c.f.Close()
+		c.f = nil
+	}
+	if c.renamed {
+		return nil
+	}
+	// ENOTDIR: its directory was replaced, so the file is gone too.
+	if err := os.Remove(c.tmp); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		return fmt.Errorf("sink/file: discarding %s: %w", c.tmp, err)
+	}
 	return nil
 }
 
@@ -440,7 +547,7 @@ func syncDir(dir string) error {
 // Describe implements connector.Describer: where the output is and how much
 // of it this run published, e.g. "./out/paid: 2 chunks, 373 records".
 func (s *Sink) Describe() string {
-	return fmt.Sprintf("%s: %d chunks, %d records", s.cfg.Path, s.chunks, s.records)
+	return fmt.Sprintf("%s: %d chunks, %d records", s.cfg.Path, s.chunks.Load(), s.records.Load())
 }
 
 // Abort discards the group: every temporary file is deleted, so nothing of it
@@ -448,16 +555,8 @@ func (s *Sink) Describe() string {
 func (s *Sink) Abort(ctx context.Context) error {
 	var first error
 	discard := func(c *chunk) {
-		if c.f != nil {
-			c.f.Close()
-			c.f = nil
-		}
-		if c.renamed {
-			return
-		}
-		// ENOTDIR: its directory was replaced, so the file is gone too.
-		if err := os.Remove(c.tmp); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) && first == nil {
-			first = fmt.Errorf("sink/file: discarding %s: %w", c.tmp, err)
+		if err := c.discard(); err != nil && first == nil {
+			first = err
 		}
 	}
 	for k, c := range s.open {
@@ -476,9 +575,12 @@ func (s *Sink) Abort(ctx context.Context) error {
 // the data kept).
 func (s *Sink) Close(ctx context.Context) error {
 	err := s.Abort(ctx)
+
 	for _, z := range s.zsFree {
 		z.Close()
 	}
 	s.zsFree, s.gzFree = nil, nil
 	return err
 }
+
+var _ connector.Sealer = (*Sink)(nil)
