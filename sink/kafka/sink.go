@@ -2,10 +2,14 @@
 // records is durable when every broker acknowledgement (acks=all) is in.
 //
 // Write hands records to the client asynchronously; each produce's promise
-// keeps the group's first error. Flush waits until every outstanding produce
-// is acknowledged and only then reports the group durable; Abort waits the
-// same way (so that late promises cannot spill into the next group) and
-// forgets the group's error.
+// keeps the first error of the group it was produced in and counts the
+// group's outstanding produces down. Flush waits until every outstanding
+// produce is acknowledged and only then reports the group durable; Abort
+// waits the same way and forgets the group's error. The sink is also a
+// connector.Sealer: Seal starts a new group without waiting, and the sealed
+// group's Persist waits for that group's own produces only, so the wait for
+// acknowledgements overlaps with writing the next group. A late promise only
+// ever touches its own group, so it cannot fail a later one.
 package kafka
 
 import (
@@ -14,6 +18,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -179,14 +184,49 @@ type Sink struct {
 
 	// cur is the current group. Promises run on the client's goroutines and
 	// record errors in the group they were produced in, so a late promise of
-	// an aborted group never fails the next one.
+	// an aborted or sealed group never fails the next one.
 	mu  sync.Mutex
 	cur *group
 }
 
+// group is one group of records: its first produce error and its count of
+// outstanding produces.
 type group struct {
+	// pending counts the produces not yet answered, plus one while the group
+	// is open (not sealed). Whoever brings it to zero closes done, which
+	// happens only once: a group takes no produces after it is sealed.
+	pending atomic.Int64
+	done    chan struct{}
+
 	mu  sync.Mutex
 	err error
+}
+
+func newGroup() *group {
+	g := &group{done: make(chan struct{})}
+	g.pending.Store(1)
+	return g
+}
+
+// add counts a produce about to start.
+func (g *group) add() { g.pending.Add(1) }
+
+// finish is a produce's promise: it keeps the first error and counts the
+// produce as answered.
+func (g *group) finish(_ *kgo.Record, err error) {
+	if err != nil {
+		g.fail(err)
+	}
+	g.release()
+}
+
+// seal marks the group as taking no more produces.
+func (g *group) seal() { g.release() }
+
+func (g *group) release() {
+	if g.pending.Add(-1) == 0 {
+		close(g.done)
+	}
 }
 
 func (g *group) fail(err error) {
@@ -209,7 +249,7 @@ func New(name string, cfg *Config) (*Sink, error) {
 		return nil, err
 	}
 	t, _ := parseTemplate(cfg.Topic)
-	s := &Sink{name: name, cfg: *cfg, topic: t, cur: &group{}}
+	s := &Sink{name: name, cfg: *cfg, topic: t, cur: newGroup()}
 	if cfg.KeyField != "" {
 		s.key = strings.Split(cfg.KeyField, ".")
 	}
@@ -256,11 +296,7 @@ func (s *Sink) Write(ctx context.Context, recs []record.Record) error {
 		// The group already failed: fail fast, Abort follows.
 		return fmt.Errorf("kafka: sink %s: %w", s.name, err)
 	}
-	promise := func(_ *kgo.Record, err error) {
-		if err != nil {
-			g.fail(err)
-		}
-	}
+	promise := g.finish
 	for i := range recs {
 		r := &recs[i]
 		topic, err := s.topic.render(r)
@@ -286,12 +322,13 @@ func (s *Sink) Write(ctx context.Context, recs []record.Record) error {
 				kr.Headers[j] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
 			}
 		}
-		// The record's life is not tied to this call's ctx: Flush decides
-		// whether the group is durable. ctx only bounds the wait for buffer
+		// The record's life is not tied to this call's ctx: Flush or Persist
+		// decides whether the group is durable. ctx only bounds the wait for buffer
 		// space, which Produce does not offer separately, so check it here.
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		g.add()
 		s.cl.Produce(context.WithoutCancel(ctx), kr, promise)
 	}
 	return nil
@@ -310,27 +347,71 @@ func (s *Sink) Flush(ctx context.Context) error {
 	if err := g.firstErr(); err != nil {
 		return fmt.Errorf("kafka: sink %s: %w", s.name, err)
 	}
-	s.newGroup()
+	s.startGroup()
 	return nil
 }
 
-// Abort waits for the outstanding produces of the failed group and forgets
-// its error. Its records may or may not be in Kafka: at-least-once, they are
-// written again.
+// Abort waits for the outstanding produces of the failed group (and of any
+// sealed group still waiting) and forgets its error. Its records may or may
+// not be in Kafka: at-least-once, they are written again.
 func (s *Sink) Abort(ctx context.Context) error {
 	err := s.cl.Flush(ctx)
-	s.newGroup()
+	s.startGroup()
 	if err != nil {
 		return fmt.Errorf("kafka: sink %s: abort: %w", s.name, err)
 	}
 	return nil
 }
 
-func (s *Sink) newGroup() {
+// startGroup makes a new group the current one.
+func (s *Sink) startGroup() {
 	s.mu.Lock()
-	s.cur = &group{}
+	s.cur = newGroup()
 	s.mu.Unlock()
 }
+
+// Seal ends the current group without waiting for its acknowledgements and
+// starts a new one. A group that already failed is not sealed: Seal returns
+// its error, and Abort discards it.
+func (s *Sink) Seal(context.Context) (connector.SealedGroup, error) {
+	s.mu.Lock()
+	g := s.cur
+	s.mu.Unlock()
+	if err := g.firstErr(); err != nil {
+		return nil, fmt.Errorf("kafka: sink %s: %w", s.name, err)
+	}
+	s.startGroup()
+	g.seal()
+	return &sealed{name: s.name, g: g}, nil
+}
+
+// sealed is a group Seal handed over. It shares only the group with the
+// sink, and the group is safe for concurrent use.
+type sealed struct {
+	name string
+	g    *group
+}
+
+// Persist waits until every record of the group is acknowledged by all
+// in-sync replicas, or ctx is done, and returns the group's first error.
+// Records of later groups are not waited for.
+func (sg *sealed) Persist(ctx context.Context) error {
+	select {
+	case <-sg.g.done:
+	case <-ctx.Done():
+		return fmt.Errorf("kafka: sink %s: waiting for acknowledgements: %w", sg.name, ctx.Err())
+	}
+	if err := sg.g.firstErr(); err != nil {
+		return fmt.Errorf("kafka: sink %s: %w", sg.name, err)
+	}
+	return nil
+}
+
+// Discard has nothing to remove: a produced record cannot be taken back, so
+// the group's records may or may not be in Kafka. At-least-once, they are
+// written again. Produces still outstanding finish on their own and touch
+// only this group.
+func (sg *sealed) Discard(context.Context) error { return nil }
 
 // Close closes the producer without flushing; the runtime flushes first if it
 // wants to.
@@ -341,7 +422,7 @@ func (s *Sink) Close(context.Context) error {
 	return nil
 }
 
-var _ connector.Sink = (*Sink)(nil)
+var _ connector.Sealer = (*Sink)(nil)
 
 func init() {
 	connector.RegisterSink(connector.SinkType{

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -115,20 +118,7 @@ func TestFlushSurfacesProduceError(t *testing.T) {
 	s := openSink(ctx, t, c.ListenAddrs(), nil)
 
 	c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
-		req := kreq.(*kmsg.ProduceRequest)
-		resp := req.ResponseKind().(*kmsg.ProduceResponse)
-		for _, rt := range req.Topics {
-			st := kmsg.NewProduceResponseTopic()
-			st.Topic, st.TopicID = rt.Topic, rt.TopicID
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewProduceResponseTopicPartition()
-				sp.Partition = rp.Partition
-				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
+		return refuse(kreq.(*kmsg.ProduceRequest)), nil, true
 	})
 	if err := s.Write(ctx, []record.Record{rec("lost", "")}); err != nil {
 		t.Fatal(err)
@@ -150,6 +140,24 @@ func TestFlushSurfacesProduceError(t *testing.T) {
 	if string(got[0].Value) != "kept" {
 		t.Errorf("first record in topic = %q, want kept", got[0].Value)
 	}
+}
+
+// refuse answers a produce request with TOPIC_AUTHORIZATION_FAILED for every
+// partition in it, an error the client does not retry.
+func refuse(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
 }
 
 // The topic template and key_field take values from the record's fields; a
@@ -198,5 +206,221 @@ func TestSinkConfigValidate(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), "kafka: ") || !strings.Contains(err.Error(), tc.field) {
 			t.Errorf("changing %s: Validate() = %v, want a kafka: error naming %s", tc.field, err, tc.field)
 		}
+	}
+}
+
+// fakeTopics starts an in-process cluster with a one-partition topic for each
+// name, and returns it with the topics' ids: from Produce v13 on, a produce
+// request names its topics by id only.
+func fakeTopics(ctx context.Context, t *testing.T, topics ...string) (*kfake.Cluster, map[[16]byte]string) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topics...))
+	if err != nil {
+		t.Fatalf("kfake: %v", err)
+	}
+	t.Cleanup(c.Close)
+	details, err := kadm.NewClient(kafkatest.Client(t, c.ListenAddrs())).ListTopics(ctx, topics...)
+	if err != nil {
+		t.Fatalf("listing topics: %v", err)
+	}
+	ids := map[[16]byte]string{}
+	for _, d := range details {
+		if d.Err != nil {
+			t.Fatalf("topic %s: %v", d.Topic, d.Err)
+		}
+		ids[d.ID] = d.Topic
+	}
+	return c, ids
+}
+
+// writesTo reports whether a produce request has records for topic.
+func writesTo(req *kmsg.ProduceRequest, ids map[[16]byte]string, topic string) bool {
+	for _, rt := range req.Topics {
+		if rt.Topic == topic || ids[rt.TopicID] == topic {
+			return true
+		}
+	}
+	return false
+}
+
+// releaser returns a channel and a function closing it, which also runs when
+// the test ends so that nothing stays held at the broker.
+func releaser(t *testing.T) (<-chan struct{}, func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(ch) }) }
+	t.Cleanup(release)
+	return ch, release
+}
+
+// holdProduce keeps every produce request for topic at the broker until
+// release is closed, then lets the broker handle it; other requests go on.
+// The returned channel is closed when the first such request arrives.
+func holdProduce(c *kfake.Cluster, ids map[[16]byte]string, topic string, release <-chan struct{}) <-chan struct{} {
+	return controlProduce(c, ids, topic, release, false)
+}
+
+// refuseProduce is holdProduce, but the broker then refuses the request (and
+// every later one for topic) with TOPIC_AUTHORIZATION_FAILED.
+func refuseProduce(c *kfake.Cluster, ids map[[16]byte]string, topic string, release <-chan struct{}) <-chan struct{} {
+	return controlProduce(c, ids, topic, release, true)
+}
+
+func controlProduce(c *kfake.Cluster, ids map[[16]byte]string, topic string, release <-chan struct{}, fail bool) <-chan struct{} {
+	arrived := make(chan struct{})
+	var once sync.Once
+	c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		req := kreq.(*kmsg.ProduceRequest)
+		if !writesTo(req, ids, topic) {
+			return nil, nil, false
+		}
+		once.Do(func() { close(arrived) })
+		// Sleeping lets the cluster serve other connections (fetches, the
+		// reads that check what is in the topic) meanwhile.
+		c.SleepControl(func() { <-release })
+		if !fail {
+			return nil, nil, false
+		}
+		c.KeepControl()
+		return refuse(req), nil, true
+	})
+	return arrived
+}
+
+func wait(ctx context.Context, t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		t.Fatalf("waiting for %s: %v", what, ctx.Err())
+	}
+}
+
+// Persist of a sealed group returns once the group's records are
+// acknowledged and readable, and does not wait for the records written to
+// the next group after Seal.
+func TestPersistWaitsForSealedGroupOnly(t *testing.T) {
+	ctx := testCtx(t)
+	c, ids := fakeTopics(ctx, t, "a", "b")
+	s := openSink(ctx, t, c.ListenAddrs(), func(cfg *kafka.Config) { cfg.Topic = "{{t}}" })
+	holdA, releaseA := releaser(t)
+	holdB, releaseB := releaser(t)
+	arrivedA := holdProduce(c, ids, "a", holdA)
+	holdProduce(c, ids, "b", holdB)
+
+	if err := s.Write(ctx, []record.Record{rec(`{"t":"a","i":1}`, ""), rec(`{"t":"a","i":2}`, "")}); err != nil {
+		t.Fatal(err)
+	}
+	ga, err := s.Seal(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A Persist that also waited for the next group would wait until this
+	// ctx expires: the next group's produce is held throughout.
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	persisted := make(chan error, 1)
+	go func() { persisted <- ga.Persist(pctx) }()
+	wait(ctx, t, arrivedA, "the first group's produce to reach the broker")
+	if err := s.Write(ctx, []record.Record{rec(`{"t":"b","i":3}`, "")}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-persisted:
+		t.Fatalf("Persist returned %v while the broker held the group's produce", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	releaseA()
+	if err := <-persisted; err != nil {
+		t.Fatalf("Persist of the first group = %v while the second group's produce is held, want nil", err)
+	}
+	got := consume(ctx, t, c.ListenAddrs(), "a", 2)
+	if len(got) != 2 || string(got[0].Value) != `{"t":"a","i":1}` || string(got[1].Value) != `{"t":"a","i":2}` {
+		t.Fatalf("topic a holds %d records, want the first group's two", len(got))
+	}
+
+	gb, err := s.Seal(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	releaseB()
+	if err := gb.Persist(ctx); err != nil {
+		t.Fatalf("Persist of the second group = %v", err)
+	}
+	if got := consume(ctx, t, c.ListenAddrs(), "b", 1); string(got[0].Value) != `{"t":"b","i":3}` {
+		t.Errorf("topic b holds %q, want the second group's record", got[0].Value)
+	}
+}
+
+// A produce refused in a sealed group fails that group's Persist only: its
+// promise, arriving after the next group started, does not touch the next
+// group.
+func TestPersistFailureStaysInItsGroup(t *testing.T) {
+	ctx := testCtx(t)
+	c, ids := fakeTopics(ctx, t, "a", "b")
+	s := openSink(ctx, t, c.ListenAddrs(), func(cfg *kafka.Config) { cfg.Topic = "{{t}}" })
+	hold, release := releaser(t)
+	arrived := refuseProduce(c, ids, "a", hold)
+
+	if err := s.Write(ctx, []record.Record{rec(`{"t":"a"}`, "")}); err != nil {
+		t.Fatal(err)
+	}
+	ga, err := s.Seal(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(ctx, t, arrived, "the first group's produce to reach the broker")
+	if err := s.Write(ctx, []record.Record{rec(`{"t":"b"}`, "")}); err != nil {
+		t.Fatal(err)
+	}
+	// The refusal arrives while the second group is the current one.
+	release()
+	err = ga.Persist(ctx)
+	if !errors.Is(err, kerr.TopicAuthorizationFailed) || !strings.HasPrefix(err.Error(), "kafka: sink out: ") {
+		t.Fatalf("Persist of the refused group = %v, want TOPIC_AUTHORIZATION_FAILED with a kafka: sink out: prefix", err)
+	}
+	if err := ga.Discard(ctx); err != nil {
+		t.Fatalf("Discard = %v", err)
+	}
+	gb, err := s.Seal(ctx)
+	if err != nil {
+		t.Fatalf("Seal of the next group = %v, want nil", err)
+	}
+	if err := gb.Persist(ctx); err != nil {
+		t.Fatalf("Persist of the next group = %v, want nil", err)
+	}
+	if got := consume(ctx, t, c.ListenAddrs(), "b", 1); string(got[0].Value) != `{"t":"b"}` {
+		t.Errorf("topic b holds %q, want the next group's record", got[0].Value)
+	}
+}
+
+// Persist gives up when its ctx is done, even while the group's produces
+// are stuck at the broker.
+func TestPersistHonoursContext(t *testing.T) {
+	ctx := testCtx(t)
+	c, ids := fakeTopics(ctx, t, "out")
+	s := openSink(ctx, t, c.ListenAddrs(), nil)
+	hold, _ := releaser(t)
+	arrived := holdProduce(c, ids, "out", hold)
+
+	if err := s.Write(ctx, []record.Record{rec("stuck", "")}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.Seal(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(ctx, t, arrived, "the produce to reach the broker")
+	pctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	persisted := make(chan error, 1)
+	go func() { persisted <- g.Persist(pctx) }()
+	select {
+	case err := <-persisted:
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.HasPrefix(err.Error(), "kafka: sink out: ") {
+			t.Fatalf("Persist = %v, want the context's deadline error with a kafka: sink out: prefix", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Persist still waiting 10s after its context expired")
 	}
 }
