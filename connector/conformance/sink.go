@@ -26,6 +26,42 @@ type SinkHarness struct {
 	// Written returns the values s made durable, as the destination shows
 	// them. Nil for a sink that keeps nothing (blackhole).
 	Written func(t *testing.T, s connector.Sink) [][]byte
+	// WritesThrough is set for a sink whose Write already reaches the
+	// destination and cannot be taken back (Kafka without transactions):
+	// records of an aborted group, or of a group not yet flushed, may be
+	// durable too. The suite then checks that flushed groups are durable and
+	// in order, and ignores the aborted records in what was written.
+	WritesThrough bool
+}
+
+// durableOK reports whether got durable records satisfy want: exactly,
+// or at least for a sink that writes through.
+func (h SinkHarness) durableOK(got, want int) bool {
+	if h.WritesThrough {
+		return got >= want
+	}
+	return got == want
+}
+
+// without returns vals without the aborted ones, for a sink that writes
+// through; vals itself otherwise.
+func (h SinkHarness) without(vals [][]byte, aborted ...string) [][]byte {
+	if !h.WritesThrough {
+		return vals
+	}
+	var out [][]byte
+	for _, v := range vals {
+		keep := true
+		for _, a := range aborted {
+			if bytes.Equal(bytes.TrimSpace(v), []byte(a)) {
+				keep = false
+			}
+		}
+		if keep {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func recs(vals ...string) []record.Record {
@@ -62,11 +98,11 @@ func TestSink(t *testing.T, h SinkHarness) {
 		step([]string{`{"n":1}`, `{"n":2}`}, true)
 		step([]string{`{"n":3}`}, false)
 		step([]string{`{"n":4}`}, true)
-		if got := h.Count(t, s); got != 3 {
+		if got := h.Count(t, s); !h.durableOK(got, 3) {
 			t.Fatalf("durable records: %d, want 3 (two flushed groups, the aborted one never)", got)
 		}
 		if h.Written != nil {
-			got := h.Written(t, s)
+			got := h.without(h.Written(t, s), `{"n":3}`)
 			want := []string{`{"n":1}`, `{"n":2}`, `{"n":4}`}
 			if len(got) != len(want) {
 				t.Fatalf("written %q, want %q", got, want)
@@ -153,7 +189,7 @@ func TestSink(t *testing.T, h SinkHarness) {
 		}
 		durable := func(want int, when string) {
 			t.Helper()
-			if got := h.Count(t, s); got != want {
+			if got := h.Count(t, s); !h.durableOK(got, want) {
 				t.Fatalf("%s: %d records durable, want %d", when, got, want)
 			}
 		}
@@ -179,7 +215,7 @@ func TestSink(t *testing.T, h SinkHarness) {
 		}
 		durable(4, "after Abort and Flush")
 		if h.Written != nil {
-			got := h.Written(t, s)
+			got := h.without(h.Written(t, s), `{"n":4}`)
 			want := []string{`{"n":1}`, `{"n":2}`, `{"n":3}`, `{"n":5}`}
 			if len(got) != len(want) {
 				t.Fatalf("written %q, want %q", got, want)
