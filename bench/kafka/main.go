@@ -38,7 +38,7 @@
 // only after the client has prefetched a large part of the topic.)
 //
 //	bash .ci/kafka.sh start
-//	go run ./bench/kafka                         # 1M records of ~100 bytes, 3 runs each
+//	go run ./bench/kafka                         # 5M records of ~100 bytes, 3 runs each
 //	go run ./bench/kafka -records 2000000 -runs 5
 package main
 
@@ -75,7 +75,7 @@ import (
 
 var (
 	brokers = flag.String("brokers", envOr("WEIR_KAFKA_BROKERS", "127.0.0.1:9092"), "broker address")
-	records = flag.Int("records", 1_000_000, "records to produce and read")
+	records = flag.Int("records", 5_000_000, "records to produce and read")
 	size    = flag.Int("size", 100, "approximate record value size in bytes")
 	parts   = flag.Int("partitions", 12, "partitions of the topic")
 	runs    = flag.Int("runs", 3, "runs of each case")
