@@ -80,6 +80,11 @@ type Sink struct {
 	// Published chunks and their records, for Describe; Persist counts them
 	// on the runtime's persister goroutine.
 	chunks, records atomic.Int64
+
+	lock      *os.File // this run's lock file, locked, from Open to Close
+	lockName  string
+	cleaned   int // temporary files of ended runs Open removed
+	uncleaned int // and could not remove
 }
 
 // chunk is one temporary output file.
@@ -128,12 +133,23 @@ func (s *Sink) Batching() (maxRecords int, maxBytes int64, maxAge time.Duration)
 	return s.cfg.MaxRecords, s.cfg.MaxBytes, s.cfg.MaxAge
 }
 
-// Open creates the output directory.
+// Open creates the output directory, locks this run's lock file in it and
+// removes the temporary files of runs that have ended.
 func (s *Sink) Open(ctx context.Context) error {
 	if err := s.mkdir(s.cfg.Path); err != nil {
 		return err
 	}
-	return s.syncCreated()
+	if err := s.syncCreated(); err != nil || !canLock {
+		return err
+	}
+	if err := s.lockRun(); err != nil {
+		return err
+	}
+	if err := s.cleanEnded(); err != nil {
+		s.unlockRun()
+		return err
+	}
+	return nil
 }
 
 // mkdir creates dir and its missing parents, remembering them so that Flush
@@ -545,9 +561,25 @@ func syncDir(dir string) error {
 }
 
 // Describe implements connector.Describer: where the output is and how much
-// of it this run published, e.g. "./out/paid: 2 chunks, 373 records".
+// of it this run published, e.g. "./out/paid: 2 chunks, 373 records", and the
+// temporary files of ended runs Open removed, if any.
 func (s *Sink) Describe() string {
-	return fmt.Sprintf("%s: %d chunks, %d records", s.cfg.Path, s.chunks.Load(), s.records.Load())
+	d := fmt.Sprintf("%s: %d chunks, %d records", s.cfg.Path, s.chunks.Load(), s.records.Load())
+	files := func(n int) string {
+		if n == 1 {
+			return "1 temporary file"
+		}
+		return fmt.Sprintf("%d temporary files", n)
+	}
+	switch {
+	case s.cleaned > 0 && s.uncleaned > 0:
+		d += fmt.Sprintf(", %s of ended runs removed, %d could not be", files(s.cleaned), s.uncleaned)
+	case s.cleaned > 0:
+		d += fmt.Sprintf(", %s of ended runs removed", files(s.cleaned))
+	case s.uncleaned > 0:
+		d += fmt.Sprintf(", %s of ended runs could not be removed", files(s.uncleaned))
+	}
+	return d
 }
 
 // Abort discards the group: every temporary file is deleted, so nothing of it
@@ -572,7 +604,7 @@ func (s *Sink) Abort(ctx context.Context) error {
 }
 
 // Close discards anything not flushed (the runtime flushes first if it wants
-// the data kept).
+// the data kept), then removes this run's lock file.
 func (s *Sink) Close(ctx context.Context) error {
 	err := s.Abort(ctx)
 
@@ -580,6 +612,9 @@ func (s *Sink) Close(ctx context.Context) error {
 		z.Close()
 	}
 	s.zsFree, s.gzFree = nil, nil
+	if uerr := s.unlockRun(); err == nil {
+		err = uerr
+	}
 	return err
 }
 

@@ -54,12 +54,15 @@ func recs(vals ...string) []record.Record {
 }
 
 // files returns the visible chunk files under dir (relative paths) and the
-// hidden temporary ones.
+// hidden temporary ones; run lock files are left out.
 func files(t *testing.T, dir string) (visible, hidden []string) {
 	t.Helper()
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
+		}
+		if _, ok := lockRunID(d.Name()); ok {
+			return nil
 		}
 		rel, _ := filepath.Rel(dir, p)
 		if strings.HasPrefix(d.Name(), ".") {

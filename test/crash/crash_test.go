@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -93,12 +94,13 @@ type scenario struct {
 	seen    map[string]map[string]bool // by sink: visible chunks already counted
 	bound   map[string]int             // by sink: Σ over kills of visible-but-uncommitted outputs
 	kills   int
-	violate []string // guarantee violations found
+	violate []string         // guarantee violations found
+	left    map[string][]int // by sink: temporary chunk files present after each kill
 }
 
 func TestCrashKillRestart(t *testing.T) {
 	if testing.Short() {
-		t.Skip("crash test: about a minute")
+		t.Skip("crash test: up to a minute")
 	}
 	bin := buildWeir(t, "")
 	sc := newScenario(t, bin, nil)
@@ -108,6 +110,26 @@ func TestCrashKillRestart(t *testing.T) {
 	}
 	if sc.kills < 10 {
 		t.Fatalf("seed %d: the pipeline finished after %d kills; the test needs at least 10 (lower maxKillDelay)", res.seed, sc.kills)
+	}
+	// The final run's Open removed what the killed runs left, and its Close
+	// its own lock file: no temporary chunk or lock file remains.
+	for _, s := range sinkNames {
+		left := sc.left[s]
+		total, most := 0, 0
+		for _, n := range left {
+			total += n
+			most = max(most, n)
+		}
+		removed, line := sc.removedAtEnd(s)
+		t.Logf("sink %s: %d temporary chunk files left at the %d kills (at most %d at one, %d at the last); the final run removed %d: %q",
+			s, total, len(left), most, left[len(left)-1], removed, line)
+		if temps, locks := sc.hidden(s); len(temps)+len(locks) > 0 {
+			t.Errorf("seed %d: sink %s: after the final run %d temporary chunk files and %d lock files remain, first %v %v",
+				res.seed, s, len(temps), len(locks), temps[:min(len(temps), 1)], locks[:min(len(locks), 1)])
+		}
+		if removed != left[len(left)-1] {
+			t.Errorf("seed %d: sink %s: the final run removed %d temporary files, but the last kill left %d", res.seed, s, removed, left[len(left)-1])
+		}
 	}
 	for _, s := range sinkNames {
 		dup := sc.duplicates(s)
@@ -157,7 +179,8 @@ func buildWeir(t *testing.T, tags string) string {
 
 func newScenario(t *testing.T, bin string, env []string) *scenario {
 	sc := &scenario{t: t, bin: bin, dir: t.TempDir(), env: env, keys: map[string]int{},
-		counts: map[string][]uint8{}, seen: map[string]map[string]bool{}, bound: map[string]int{}}
+		counts: map[string][]uint8{}, seen: map[string]map[string]bool{}, bound: map[string]int{},
+		left: map[string][]int{}}
 	for _, s := range sinkNames {
 		sc.counts[s] = make([]uint8, slot(totalIDs(), 0))
 		sc.seen[s] = map[string]bool{}
@@ -269,6 +292,10 @@ func (sc *scenario) run(minKills, maxKills int) result {
 			logf.Close()
 			sc.kills++
 			sc.check(fmt.Sprintf("kill %d", sc.kills))
+			for _, s := range sinkNames {
+				temps, _ := sc.hidden(s)
+				sc.left[s] = append(sc.left[s], len(temps))
+			}
 		}
 	}
 }
@@ -363,6 +390,58 @@ func (sc *scenario) scan(sink string) {
 	if err != nil {
 		sc.t.Fatalf("reading sink %s: %v", sink, err)
 	}
+}
+
+// hidden lists sink s's temporary chunk files (".<chunk name>.tmp") and run
+// lock files (".weir-<run id>.lock"), anywhere under its output directory.
+func (sc *scenario) hidden(sink string) (temps, locks []string) {
+	root := filepath.Join(sc.dir, "out", sink)
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		if err != nil || d.IsDir() {
+			return err
+		}
+		switch n := d.Name(); {
+		case strings.HasPrefix(n, ".") && strings.HasSuffix(n, ".tmp"):
+			temps = append(temps, p)
+		case strings.HasPrefix(n, ".weir-") && strings.HasSuffix(n, ".lock"):
+			locks = append(locks, p)
+		}
+		return nil
+	})
+	if err != nil {
+		sc.t.Fatalf("listing sink %s: %v", sink, err)
+	}
+	return temps, locks
+}
+
+var removedRE = regexp.MustCompile(`(\d+) temporary files? of ended runs removed`)
+
+// removedAtEnd reads, from the run summary of the final run, how many
+// temporary files of ended runs sink s removed, and the summary's line about
+// its output. Killed runs print no summary.
+func (sc *scenario) removedAtEnd(sink string) (int, string) {
+	b, err := os.ReadFile(filepath.Join(sc.dir, "weir.log"))
+	if err != nil {
+		sc.t.Fatal(err)
+	}
+	prefix := filepath.Join(sc.dir, "out", sink) + ": "
+	var line string
+	for l := range strings.Lines(string(b)) {
+		if i := strings.Index(l, prefix); i >= 0 {
+			line = strings.TrimSpace(l[i:])
+		}
+	}
+	if line == "" {
+		sc.t.Fatalf("no run summary names %s", prefix)
+	}
+	n := 0
+	if m := removedRE.FindStringSubmatch(line); m != nil {
+		n, _ = strconv.Atoi(m[1])
+	}
+	return n, line
 }
 
 // parseOut reads id and items from an output record, {"id":N,"items":k,...}

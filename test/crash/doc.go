@@ -11,6 +11,8 @@
 // position has all its expected outputs in every sink's visible chunks. At
 // the end every expected output is present in each sink, and each sink's
 // duplicates are at most what was visible but not yet committed at the kills.
+// The killed runs leave hidden temporary chunk files; after the final run none
+// is left (its sinks' Open removed them) and no run lock file either.
 //
 // TestCrashUnsafeVariantIsCaught builds the binary with the unsafe_ack tag,
 // whose file sink acknowledges a group before its chunks are visible, and
