@@ -6,13 +6,15 @@
 //     consumer group per run like weir (so both pay the same join), with no
 //     commits;
 //   - bare-file: the same loop writing every value and a newline to NDJSON
-//     chunk files as weir's file sink does by default (10,000 records a
-//     chunk, written to a hidden file, fsynced, renamed, directory fsynced),
-//     all on the polling goroutine: what a hand-written consumer with weir's
-//     durability costs, without weir;
+//     chunk files as weir's file sink does by default (a chunk per group of
+//     the runtime's default size, written to a hidden file, fsynced, renamed,
+//     directory fsynced), all on the polling goroutine: what a hand-written
+//     consumer with weir's durability costs, without weir;
 //   - blackhole: weir, in this process, kafka source (a fresh consumer group
 //     per run) → blackhole sink, acknowledgements on;
-//   - file:      weir, kafka source → file sink (NDJSON, fsync on flush).
+//   - file:      weir, kafka source → file sink (NDJSON, fsync on flush);
+//   - kafka:     weir, kafka source → kafka sink (a new topic per run, acks=all,
+//     snappy); not among the default cases.
 //
 // A weir run is built from YAML by package config and run by pipeline.Run, as
 // `weir run` does; a thin wrapper around the sink counts the records it
@@ -70,24 +72,26 @@ import (
 
 	_ "github.com/weir-etl/weir/sink/blackhole"
 	_ "github.com/weir-etl/weir/sink/file"
+	_ "github.com/weir-etl/weir/sink/kafka"
 	_ "github.com/weir-etl/weir/source/kafka"
 )
 
 var (
-	brokers = flag.String("brokers", envOr("WEIR_KAFKA_BROKERS", "127.0.0.1:9092"), "broker address")
-	records = flag.Int("records", 5_000_000, "records to produce and read")
-	size    = flag.Int("size", 100, "approximate record value size in bytes")
-	parts   = flag.Int("partitions", 12, "partitions of the topic")
-	runs    = flag.Int("runs", 3, "runs of each case")
-	cases   = flag.String("cases", "bare,bare-file,blackhole,file", "cases to run, comma-separated")
-	cpuProf = flag.String("cpuprofile", "", "write a CPU profile of all runs to this file")
-	maxAge  = flag.Duration("max-age", 0, "the sink's batch.max_age (0: the default, 1s); the last partial group waits this long")
-	maxRecs = flag.Int("max-records", 0, "the sink's batch.max_records (0: the default, 10000): records per flush, so per file chunk for the file sink")
-	linger  = flag.Duration("linger", 0, "the sink's batch linger (0: off, the default): flush the last partial group once the input has been idle this long")
-	trFile  = flag.String("trace", "", "write an execution trace of all runs to this file (go tool trace)")
-	outDir  = flag.String("dir", os.TempDir(), "where the file sink writes (a fresh directory inside it per run)")
-	endMode = flag.String("end", "stop", "how a weir run ends: stop (gracefully, once the sink has every record) or idle (once the sink flushed every record on its own)")
-	overlap = flag.Int("overlap", 0, "the sink's batch.overlap (0: the default); -1 hides the sink's Seal so that it flushes synchronously")
+	brokers  = flag.String("brokers", envOr("WEIR_KAFKA_BROKERS", "127.0.0.1:9092"), "broker address")
+	records  = flag.Int("records", 5_000_000, "records to produce and read")
+	size     = flag.Int("size", 100, "approximate record value size in bytes")
+	parts    = flag.Int("partitions", 12, "partitions of the topic")
+	runs     = flag.Int("runs", 3, "runs of each case")
+	cases    = flag.String("cases", "bare,bare-file,blackhole,file", "cases to run, comma-separated")
+	cpuProf  = flag.String("cpuprofile", "", "write a CPU profile of all runs to this file")
+	maxAge   = flag.Duration("max-age", 0, "the sink's batch.max_age (0: the default, 1s); the last partial group waits this long")
+	maxRecs  = flag.Int("max-records", 0, "the sink's batch.max_records (0: the default): records per flush at most, so per file chunk for the file sink")
+	linger   = flag.Duration("linger", 0, "the sink's batch linger (0: off, the default): flush the last partial group once the input has been idle this long")
+	trFile   = flag.String("trace", "", "write an execution trace of all runs to this file (go tool trace)")
+	pollRecs = flag.Int("max-poll-records", 0, "the source's max_poll_records (0: the default)")
+	outDir   = flag.String("dir", os.TempDir(), "where the file sink writes (a fresh directory inside it per run)")
+	endMode  = flag.String("end", "stop", "how a weir run ends: stop (gracefully, once the sink has every record) or idle (once the sink flushed every record on its own)")
+	overlap  = flag.Int("overlap", 0, "the sink's batch.overlap (0: the default); -1 hides the sink's Seal so that it flushes synchronously")
 )
 
 func envOr(k, def string) string {
@@ -142,7 +146,7 @@ func main() {
 				m, err = bare(ctx, topic, nil)
 			case "bare-file":
 				m, err = bareFile(ctx, topic)
-			case "blackhole", "file":
+			case "blackhole", "file", "kafka":
 				m, err = weir(ctx, topic, c, run)
 			default:
 				log.Printf("unknown case %q", c)
@@ -317,21 +321,27 @@ func bare(ctx context.Context, topic string, each func(*kgo.Record) error) (meas
 	return measure{total: end.Sub(start)}, nil
 }
 
-// bareFile is bare writing NDJSON chunks of 10,000 records, each made
-// durable and visible like a file sink's: hidden file, fsync, rename,
-// directory fsync. The last partial chunk is completed after the loop.
+// bareFile is bare writing NDJSON chunks, each made durable and visible like a
+// file sink's: hidden file, fsync, rename, directory fsync. A chunk ends where
+// the runtime's default group would (pipeline.DefaultBatchMaxRecords records,
+// or DefaultBatchMaxBytes counted as record.Record.Size counts them). The last
+// partial chunk is completed after the loop.
 func bareFile(ctx context.Context, topic string) (measure, error) {
 	dir, err := os.MkdirTemp(*outDir, "weir-bench-kafka-bare-")
 	if err != nil {
 		return measure{}, err
 	}
 	defer os.RemoveAll(dir)
-	const chunk = 10_000
+	chunkRecs, chunkBytes := pipeline.DefaultBatchMaxRecords, int64(pipeline.DefaultBatchMaxBytes)
+	if *maxRecs > 0 {
+		chunkRecs = *maxRecs
+	}
 	var (
-		f   *os.File
-		bw  = bufio.NewWriterSize(nil, 256<<10)
-		n   int
-		seq int
+		f        *os.File
+		bw       = bufio.NewWriterSize(nil, 256<<10)
+		n        int
+		accBytes int64
+		seq      int
 	)
 	finish := func() error {
 		if err := bw.Flush(); err != nil {
@@ -367,7 +377,10 @@ func bareFile(ctx context.Context, topic string) (measure, error) {
 		}
 		bw.Write(r.Value)
 		bw.WriteByte('\n')
-		if n++; n%chunk == 0 {
+		n++
+		accBytes += int64(len(r.Value) + len(r.Key) + 64)
+		if n >= chunkRecs || accBytes >= chunkBytes {
+			n, accBytes = 0, 0
 			return finish()
 		}
 		return nil
@@ -391,6 +404,7 @@ sources:
     brokers: [%q]
     group: %s
     topics: [%s]
+%s
 sinks:
   out:
     type: %s
@@ -414,6 +428,14 @@ func weir(ctx context.Context, topic, sink string, run int) (measure, error) {
 		defer os.RemoveAll(dir)
 		opts = fmt.Sprintf("    path: %s\n    format: ndjson\n    compression: none\n", filepath.Join(dir, "out"))
 	}
+	if sink == "kafka" {
+		out := fmt.Sprintf("%s-out-%d-%d", topic, run, time.Now().UnixNano())
+		if err := createTopic(ctx, out); err != nil {
+			return measure{}, err
+		}
+		defer deleteTopic(ctx, out)
+		opts = fmt.Sprintf("    brokers: [%q]\n    topic: %s\n", *brokers, out)
+	}
 	var batch []string
 	if *maxAge > 0 {
 		batch = append(batch, fmt.Sprintf("max_age: %s", *maxAge))
@@ -427,7 +449,11 @@ func weir(ctx context.Context, topic, sink string, run int) (measure, error) {
 	if len(batch) > 0 {
 		opts += "    batch: { " + strings.Join(batch, ", ") + " }\n"
 	}
-	spec, err := config.Parse("bench.yaml", fmt.Appendf(nil, weirYAML, *brokers, group, topic, sink, opts))
+	srcOpts := ""
+	if *pollRecs > 0 {
+		srcOpts = fmt.Sprintf("    max_poll_records: %d", *pollRecs)
+	}
+	spec, err := config.Parse("bench.yaml", fmt.Appendf(nil, weirYAML, *brokers, group, topic, srcOpts, sink, opts))
 	if err != nil {
 		return measure{}, err
 	}
@@ -482,6 +508,31 @@ func weir(ctx context.Context, topic, sink string, run int) (measure, error) {
 	m.commit = time.Since(end)
 	cancel()
 	return m, <-errc
+}
+
+// createTopic creates a topic for the kafka case to write, with -partitions
+// partitions.
+func createTopic(ctx context.Context, topic string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(*brokers))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(*parts), 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	return err
+}
+
+// deleteTopic deletes a topic the kafka case wrote, ignoring errors.
+func deleteTopic(ctx context.Context, topic string) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(*brokers))
+	if err != nil {
+		return
+	}
+	defer cl.Close()
+	_, _ = kadm.NewClient(cl).DeleteTopics(ctx, topic)
 }
 
 // committed returns the sum of group's committed offsets.

@@ -5,6 +5,7 @@ package kafka_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
@@ -15,7 +16,8 @@ import (
 )
 
 // Against a real broker: records written and flushed by the sink are all in
-// the topic, with their keys.
+// the topic, with their keys and their source timestamps, which are days old
+// (a replay of an old topic must not time out).
 func TestIntegrationSinkRoundTrip(t *testing.T) {
 	brokers := kafkatest.Brokers(t)
 	ctx := testCtx(t)
@@ -23,10 +25,13 @@ func TestIntegrationSinkRoundTrip(t *testing.T) {
 	topic := kafkatest.CreateTopic(ctx, t, cl, "weir-sink", 3)
 	s := openSink(ctx, t, brokers, func(c *kafka.Config) { c.Topic = topic; c.Compression = "zstd" })
 	const n = 5000
+	old := time.Now().Add(-72 * time.Hour).Truncate(time.Millisecond)
 	for g := 0; g < 5; g++ {
 		var recs []record.Record
 		for i := g * n / 5; i < (g+1)*n/5; i++ {
-			recs = append(recs, rec(fmt.Sprintf(`{"i":%d}`, i), fmt.Sprint(i)))
+			r := rec(fmt.Sprintf(`{"i":%d}`, i), fmt.Sprint(i))
+			r.Time = old
+			recs = append(recs, r)
 		}
 		if err := s.Write(ctx, recs); err != nil {
 			t.Fatal(err)
@@ -40,6 +45,9 @@ func TestIntegrationSinkRoundTrip(t *testing.T) {
 	for _, r := range got {
 		if string(r.Value) != fmt.Sprintf(`{"i":%s}`, r.Key) {
 			t.Fatalf("record key %q value %q do not match", r.Key, r.Value)
+		}
+		if !r.Timestamp.Equal(old) {
+			t.Fatalf("record %s has timestamp %v, want the source's %v", r.Key, r.Timestamp, old)
 		}
 		seen[string(r.Key)] = true
 	}

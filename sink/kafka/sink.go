@@ -42,8 +42,11 @@ type Config struct {
 	Headers bool `yaml:"headers"`
 	// Compression is "none", "gzip", "snappy", "lz4" or "zstd".
 	Compression string `yaml:"compression"`
-	// DeliveryTimeout bounds how long a record may wait for its
-	// acknowledgement, retries included, before its group fails.
+	// DeliveryTimeout bounds how long a group may wait for the
+	// acknowledgements of its records, retries included, before it fails
+	// (and is written again). It is measured by the sink from the start of
+	// the wait, not from the records' timestamps: a record keeps its source
+	// timestamp, which may be far in the past.
 	DeliveryTimeout time.Duration `yaml:"delivery_timeout"`
 	// MaxBufferedRecords bounds the records waiting for acknowledgement; Write
 	// blocks beyond it.
@@ -269,7 +272,10 @@ func (s *Sink) Open(ctx context.Context) error {
 		// sink does not disable idempotency anywhere; it depends on it.
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerBatchCompression(codec),
-		kgo.RecordDeliveryTimeout(s.cfg.DeliveryTimeout),
+		// No kgo.RecordDeliveryTimeout: the client measures it from each
+		// record's timestamp, and a record keeps its source's (replaying a
+		// day-old topic would time every record out at once). The sink
+		// bounds the wait for a group itself (DeliveryTimeout).
 		kgo.MaxBufferedRecords(s.cfg.MaxBufferedRecords),
 		// Records without a key spread over partitions; keyed ones hash.
 		kgo.RecordPartitioner(kgo.UniformBytesPartitioner(64<<10, true, true, nil)),
@@ -336,10 +342,10 @@ func (s *Sink) Write(ctx context.Context, recs []record.Record) error {
 
 // Flush returns once every record produced so far is acknowledged by all
 // in-sync replicas, with the group's first error if any failed, and starts a
-// new group.
+// new group. It gives up after DeliveryTimeout.
 func (s *Sink) Flush(ctx context.Context) error {
-	if err := s.cl.Flush(ctx); err != nil {
-		return fmt.Errorf("kafka: sink %s: waiting for acknowledgements: %w", s.name, err)
+	if err := s.flushAll(ctx); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	g := s.cur
@@ -354,14 +360,36 @@ func (s *Sink) Flush(ctx context.Context) error {
 // Abort waits for the outstanding produces of the failed group (and of any
 // sealed group still waiting) and forgets its error. Its records may or may
 // not be in Kafka: at-least-once, they are written again.
+//
+// If they are not acknowledged within DeliveryTimeout (a broker is down, say),
+// Abort fails every record the client still buffers, this group's and any
+// sealed group's, so that nothing of it is retried behind the runtime's back:
+// those groups fail and are written again.
 func (s *Sink) Abort(ctx context.Context) error {
-	err := s.cl.Flush(ctx)
+	err := s.flushAll(ctx)
+	if err != nil && ctx.Err() == nil {
+		err = s.cl.AbortBufferedRecords(ctx)
+	}
 	s.startGroup()
 	if err != nil {
 		return fmt.Errorf("kafka: sink %s: abort: %w", s.name, err)
 	}
 	return nil
 }
+
+// flushAll waits, up to DeliveryTimeout, until every record produced so far
+// is acknowledged.
+func (s *Sink) flushAll(ctx context.Context) error {
+	fctx, cancel := context.WithTimeoutCause(ctx, s.cfg.DeliveryTimeout, errDeliveryTimeout)
+	defer cancel()
+	if err := s.cl.Flush(fctx); err != nil {
+		return fmt.Errorf("kafka: sink %s: waiting for acknowledgements: %w", s.name, context.Cause(fctx))
+	}
+	return nil
+}
+
+// errDeliveryTimeout is the cause of a wait that outlived DeliveryTimeout.
+var errDeliveryTimeout = errors.New("not acknowledged within delivery_timeout")
 
 // startGroup makes a new group the current one.
 func (s *Sink) startGroup() {
@@ -382,22 +410,27 @@ func (s *Sink) Seal(context.Context) (connector.SealedGroup, error) {
 	}
 	s.startGroup()
 	g.seal()
-	return &sealed{name: s.name, g: g}, nil
+	return &sealed{name: s.name, g: g, timeout: s.cfg.DeliveryTimeout}, nil
 }
 
 // sealed is a group Seal handed over. It shares only the group with the
 // sink, and the group is safe for concurrent use.
 type sealed struct {
-	name string
-	g    *group
+	name    string
+	g       *group
+	timeout time.Duration
 }
 
 // Persist waits until every record of the group is acknowledged by all
-// in-sync replicas, or ctx is done, and returns the group's first error.
-// Records of later groups are not waited for.
+// in-sync replicas, or DeliveryTimeout passed, or ctx is done, and returns the
+// group's first error. Records of later groups are not waited for.
 func (sg *sealed) Persist(ctx context.Context) error {
+	t := time.NewTimer(sg.timeout)
+	defer t.Stop()
 	select {
 	case <-sg.g.done:
+	case <-t.C:
+		return fmt.Errorf("kafka: sink %s: waiting for acknowledgements: %w", sg.name, errDeliveryTimeout)
 	case <-ctx.Done():
 		return fmt.Errorf("kafka: sink %s: waiting for acknowledgements: %w", sg.name, ctx.Err())
 	}

@@ -424,3 +424,97 @@ func TestPersistHonoursContext(t *testing.T) {
 		t.Fatal("Persist still waiting 10s after its context expired")
 	}
 }
+
+// A record keeps its source timestamp, however old: replaying a topic
+// written days ago must not time every record out (the client measures its
+// own delivery timeout from the record's timestamp, so the sink must not use
+// it). Both Flush and Seal/Persist deliver it.
+func TestOldTimestampsAreDelivered(t *testing.T) {
+	ctx := testCtx(t)
+	c, _ := fakeTopics(ctx, t, "out")
+	s := openSink(ctx, t, c.ListenAddrs(), nil)
+	old := time.Now().Add(-72 * time.Hour).Truncate(time.Millisecond)
+	r := rec("flushed", "")
+	r.Time = old
+	if err := s.Write(ctx, []record.Record{r}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatalf("Flush of a record stamped three days ago: %v", err)
+	}
+	r = rec("persisted", "")
+	r.Time = old
+	if err := s.Write(ctx, []record.Record{r}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.Seal(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Persist(ctx); err != nil {
+		t.Fatalf("Persist of a record stamped three days ago: %v", err)
+	}
+	for _, kr := range consume(ctx, t, c.ListenAddrs(), "out", 2) {
+		if !kr.Timestamp.Equal(old) {
+			t.Errorf("%s has timestamp %v, want the source's %v", kr.Value, kr.Timestamp, old)
+		}
+	}
+}
+
+// A group whose acknowledgements do not come gives up after delivery_timeout,
+// through Persist and through Flush, and Abort then clears what the client
+// still holds so that the next group is not stuck behind it.
+func TestDeliveryTimeoutFailsTheGroup(t *testing.T) {
+	ctx := testCtx(t)
+	c, ids := fakeTopics(ctx, t, "out")
+	s := openSink(ctx, t, c.ListenAddrs(), func(c *kafka.Config) { c.DeliveryTimeout = time.Second })
+	hold, release := releaser(t)
+	arrived := holdProduce(c, ids, "out", hold)
+
+	if err := s.Write(ctx, []record.Record{rec("stuck", "")}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.Seal(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(ctx, t, arrived, "the produce to reach the broker")
+	// within runs f and returns its error, failing the test if it is still
+	// running 10s after delivery_timeout.
+	within := func(what string, f func() error) error {
+		t.Helper()
+		errc := make(chan error, 1)
+		go func() { errc <- f() }()
+		select {
+		case err := <-errc:
+			return err
+		case <-time.After(11 * time.Second):
+			t.Fatalf("%s still waiting 10s after delivery_timeout", what)
+			return nil
+		}
+	}
+	start := time.Now()
+	err = within("Persist", func() error { return g.Persist(ctx) })
+	if err == nil || !strings.Contains(err.Error(), "delivery_timeout") {
+		t.Fatalf("Persist = %v, want a delivery_timeout error", err)
+	}
+	if d := time.Since(start); d < 900*time.Millisecond {
+		t.Fatalf("Persist gave up after %v, before delivery_timeout (1s)", d)
+	}
+	if err := s.Write(ctx, []record.Record{rec("stuck too", "")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := within("Flush", func() error { return s.Flush(ctx) }); err == nil || !strings.Contains(err.Error(), "delivery_timeout") {
+		t.Fatalf("Flush = %v, want a delivery_timeout error", err)
+	}
+	release()
+	if err := s.Abort(ctx); err != nil {
+		t.Fatalf("Abort: %v", err)
+	}
+	if err := s.Write(ctx, []record.Record{rec("after", "")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatalf("Flush after the broker answers again: %v", err)
+	}
+}
