@@ -201,8 +201,9 @@ type group struct {
 	pending atomic.Int64
 	done    chan struct{}
 
-	mu  sync.Mutex
-	err error
+	mu      sync.Mutex
+	err     error
+	cancels []context.CancelFunc // of the produces' contexts, one per Write
 }
 
 func newGroup() *group {
@@ -229,6 +230,31 @@ func (g *group) seal() { g.release() }
 func (g *group) release() {
 	if g.pending.Add(-1) == 0 {
 		close(g.done)
+		g.end()
+	}
+}
+
+// produceCtx returns the context for the produces of one Write: it ends
+// DeliveryTimeout from now, so that a record still buffered by then, or still
+// waiting for buffer space, fails instead of waiting for a broker forever.
+// The client's own delivery timeout cannot do this (see Open).
+func (g *group) produceCtx(timeout time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeoutCause(context.Background(), timeout, errDeliveryTimeout)
+	g.mu.Lock()
+	g.cancels = append(g.cancels, cancel)
+	g.mu.Unlock()
+	return ctx, cancel
+}
+
+// end releases the produces' contexts once the group needs them no more: all
+// its produces are answered, or it was flushed or aborted.
+func (g *group) end() {
+	g.mu.Lock()
+	cs := g.cancels
+	g.cancels = nil
+	g.mu.Unlock()
+	for _, c := range cs {
+		c()
 	}
 }
 
@@ -303,6 +329,11 @@ func (s *Sink) Write(ctx context.Context, recs []record.Record) error {
 		return fmt.Errorf("kafka: sink %s: %w", s.name, err)
 	}
 	promise := g.finish
+	pctx, cancel := g.produceCtx(s.cfg.DeliveryTimeout)
+	// While this call runs, its ctx can also stop a Produce that waits for
+	// buffer space (a shutdown past its deadline), failing this call's
+	// records; once it returned, their fate is Flush's or Persist's.
+	defer context.AfterFunc(ctx, cancel)()
 	for i := range recs {
 		r := &recs[i]
 		topic, err := s.topic.render(r)
@@ -328,14 +359,11 @@ func (s *Sink) Write(ctx context.Context, recs []record.Record) error {
 				kr.Headers[j] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
 			}
 		}
-		// The record's life is not tied to this call's ctx: Flush or Persist
-		// decides whether the group is durable. ctx only bounds the wait for buffer
-		// space, which Produce does not offer separately, so check it here.
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		g.add()
-		s.cl.Produce(context.WithoutCancel(ctx), kr, promise)
+		s.cl.Produce(pctx, kr, promise)
 	}
 	return nil
 }
@@ -354,6 +382,7 @@ func (s *Sink) Flush(ctx context.Context) error {
 		return fmt.Errorf("kafka: sink %s: %w", s.name, err)
 	}
 	s.startGroup()
+	g.end()
 	return nil
 }
 
@@ -370,7 +399,11 @@ func (s *Sink) Abort(ctx context.Context) error {
 	if err != nil && ctx.Err() == nil {
 		err = s.cl.AbortBufferedRecords(ctx)
 	}
+	s.mu.Lock()
+	g := s.cur
+	s.mu.Unlock()
 	s.startGroup()
+	g.end()
 	if err != nil {
 		return fmt.Errorf("kafka: sink %s: abort: %w", s.name, err)
 	}

@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -516,5 +517,41 @@ func TestDeliveryTimeoutFailsTheGroup(t *testing.T) {
 	}
 	if err := s.Flush(ctx); err != nil {
 		t.Fatalf("Flush after the broker answers again: %v", err)
+	}
+}
+
+// With the client's buffer full and a broker that does not answer, Write
+// does not wait for buffer space forever: after delivery_timeout the records
+// waiting fail, Write returns, and the group fails.
+func TestFullBufferGivesUpAfterDeliveryTimeout(t *testing.T) {
+	ctx := testCtx(t)
+	c, ids := fakeTopics(ctx, t, "out")
+	s := openSink(ctx, t, c.ListenAddrs(), func(c *kafka.Config) {
+		c.DeliveryTimeout = time.Second
+		c.MaxBufferedRecords = 2
+	})
+	hold, release := releaser(t)
+	holdProduce(c, ids, "out", hold)
+	recs := make([]record.Record, 10)
+	for i := range recs {
+		recs[i] = rec(fmt.Sprintf("r%d", i), "")
+	}
+	written := make(chan error, 1)
+	go func() { written <- s.Write(ctx, recs) }()
+	select {
+	case <-written:
+	case <-time.After(15 * time.Second):
+		t.Fatal("Write still blocked on a full buffer 14s after delivery_timeout")
+	}
+	g, err := s.Seal(ctx)
+	if err == nil {
+		err = g.Persist(ctx)
+	}
+	if err == nil {
+		t.Fatal("the group whose records could not be buffered did not fail")
+	}
+	release()
+	if err := s.Abort(ctx); err != nil {
+		t.Fatalf("Abort: %v", err)
 	}
 }
