@@ -129,103 +129,7 @@ func TestSink(t *testing.T, h SinkHarness) {
 			}
 			return nil
 		}}
-		src, err := generate.New("gen", generate.Config{Count: 200, Partitions: 1, BatchSize: 20, Template: generate.DefaultTemplate})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sp := &pipeline.Spec{
-			Sources: []pipeline.SourceSpec{{Name: "gen", Source: src}},
-			Sinks: []pipeline.SinkSpec{{Name: "out", Inputs: []string{"gen"}, Sink: fs, Acknowledgements: true,
-				Batch: pipeline.BatchSettings{MaxRecords: 20, MaxAge: 5 * time.Millisecond},
-				Retry: pipeline.RetrySettings{MaxAttempts: 2, InitialBackoff: time.Millisecond}}},
-			Checkpoint: pipeline.CheckpointSettings{CommitInterval: 10 * time.Millisecond},
-			Metrics:    pipeline.MetricsSettings{Address: "off"},
-		}
-		if err := pipeline.Run(context.Background(), sp, pipeline.WithLogger(slog.New(slog.DiscardHandler))); err != nil {
-			t.Fatal(err)
-		}
-		if got := src.Offsets().Get("gen/0"); got != 200 {
-			t.Fatalf("committed %d, want 200", got)
-		}
-		if got := h.Count(t, s); got < 200 {
-			t.Fatalf("durable records: %d, want at least 200", got)
-		}
-		if h.Written != nil {
-			have := map[string]bool{}
-			for _, v := range h.Written(t, s) {
-				have[string(bytes.TrimSpace(v))] = true
-			}
-			for i := range 200 {
-				if v := fmt.Sprintf(`{"id":%d,"seq":%d}`, i, i); !have[v] {
-					t.Fatalf("record %s never became durable", v)
-				}
-			}
-		}
-	})
-	t.Run("SealedGroupsPersistInOrder", func(t *testing.T) {
-		ctx := context.Background()
-		s := h.New(t)
-		sl, ok := s.(connector.Sealer)
-		if !ok {
-			t.Skip("the sink does not seal groups (connector.Sealer)")
-		}
-		if err := s.Open(ctx); err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close(ctx)
-		write := func(vals ...string) {
-			t.Helper()
-			if err := s.Write(ctx, recs(vals...)); err != nil {
-				t.Fatalf("Write: %v", err)
-			}
-		}
-		seal := func() connector.SealedGroup {
-			t.Helper()
-			g, err := sl.Seal(ctx)
-			if err != nil {
-				t.Fatalf("Seal: %v", err)
-			}
-			return g
-		}
-		durable := func(want int, when string) {
-			t.Helper()
-			if got := h.Count(t, s); !h.durableOK(got, want) {
-				t.Fatalf("%s: %d records durable, want %d", when, got, want)
-			}
-		}
-		write(`{"n":1}`, `{"n":2}`)
-		g1 := seal()
-		write(`{"n":3}`) // the next group, while the first waits
-		g2 := seal()
-		write(`{"n":4}`)
-		if err := g1.Persist(ctx); err != nil {
-			t.Fatalf("first Persist: %v", err)
-		}
-		durable(2, "after the first Persist")
-		if err := g2.Persist(ctx); err != nil {
-			t.Fatalf("second Persist: %v", err)
-		}
-		durable(3, "after the second Persist")
-		if err := s.Abort(ctx); err != nil { // the group of n=4
-			t.Fatalf("Abort: %v", err)
-		}
-		write(`{"n":5}`)
-		if err := s.Flush(ctx); err != nil {
-			t.Fatalf("Flush: %v", err)
-		}
-		durable(4, "after Abort and Flush")
-		if h.Written != nil {
-			got := h.without(h.Written(t, s), `{"n":4}`)
-			want := []string{`{"n":1}`, `{"n":2}`, `{"n":3}`, `{"n":5}`}
-			if len(got) != len(want) {
-				t.Fatalf("written %q, want %q", got, want)
-			}
-			for i := range want {
-				if !bytes.Equal(bytes.TrimSpace(got[i]), []byte(want[i])) {
-					t.Fatalf("written %q, want %q", got, want)
-				}
-			}
-		}
+		runAndCheck(t, h, s, fs, 2)
 	})
 	t.Run("RuntimeRetriesFailedPersists", func(t *testing.T) {
 		s := h.New(t)
@@ -245,41 +149,51 @@ func TestSink(t *testing.T, h SinkHarness) {
 			}
 			return nil
 		}
-		src, err := generate.New("gen", generate.Config{Count: 200, Partitions: 1, BatchSize: 20, Template: generate.DefaultTemplate})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sp := &pipeline.Spec{
-			Sources: []pipeline.SourceSpec{{Name: "gen", Source: src}},
-			Sinks: []pipeline.SinkSpec{{Name: "out", Inputs: []string{"gen"}, Sink: fs, Acknowledgements: true,
-				Batch: pipeline.BatchSettings{MaxRecords: 20, MaxAge: 5 * time.Millisecond},
-				Retry: pipeline.RetrySettings{MaxAttempts: 3, InitialBackoff: time.Millisecond}}},
-			Checkpoint: pipeline.CheckpointSettings{CommitInterval: 10 * time.Millisecond},
-			Metrics:    pipeline.MetricsSettings{Address: "off"},
-		}
-		if err := pipeline.Run(context.Background(), sp, pipeline.WithLogger(slog.New(slog.DiscardHandler))); err != nil {
-			t.Fatal(err)
-		}
+		runAndCheck(t, h, s, fs, 3)
 		if _, _, discards, _ := fs.SealCounts(); discards < 1 {
 			t.Fatalf("no group was discarded: the injected failures never reached a Persist")
 		}
-		if got := src.Offsets().Get("gen/0"); got != 200 {
-			t.Fatalf("committed %d, want 200", got)
-		}
-		if h.Written != nil {
-			have := map[string]bool{}
-			for _, v := range h.Written(t, s) {
-				have[string(bytes.TrimSpace(v))] = true
-			}
-			for i := range 200 {
-				if v := fmt.Sprintf(`{"id":%d,"seq":%d}`, i, i); !have[v] {
-					t.Fatalf("record %s never became durable", v)
-				}
-			}
-		} else if got := h.Count(t, s); got < 200 {
-			t.Fatalf("durable records: %d, want at least 200", got)
-		}
 	})
+}
+
+// runAndCheck runs 200 generated records in one partition through the
+// runtime into w, which wraps s and injects failures, with maxAttempts
+// attempts per group; then it checks that everything was committed and that
+// every record is durable in s.
+func runAndCheck(t *testing.T, h SinkHarness, s, w connector.Sink, maxAttempts int) {
+	t.Helper()
+	src, err := generate.New("gen", generate.Config{Count: 200, Partitions: 1, BatchSize: 20, Template: generate.DefaultTemplate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := &pipeline.Spec{
+		Sources: []pipeline.SourceSpec{{Name: "gen", Source: src}},
+		Sinks: []pipeline.SinkSpec{{Name: "out", Inputs: []string{"gen"}, Sink: w, Acknowledgements: true,
+			Batch: pipeline.BatchSettings{MaxRecords: 20, MaxAge: 5 * time.Millisecond},
+			Retry: pipeline.RetrySettings{MaxAttempts: maxAttempts, InitialBackoff: time.Millisecond}}},
+		Checkpoint: pipeline.CheckpointSettings{CommitInterval: 10 * time.Millisecond},
+		Metrics:    pipeline.MetricsSettings{Address: "off"},
+	}
+	if err := pipeline.Run(context.Background(), sp, pipeline.WithLogger(slog.New(slog.DiscardHandler))); err != nil {
+		t.Fatal(err)
+	}
+	if got := src.Offsets().Get("gen/0"); got != 200 {
+		t.Fatalf("committed %d, want 200", got)
+	}
+	if got := h.Count(t, s); got < 200 {
+		t.Fatalf("durable records: %d, want at least 200", got)
+	}
+	if h.Written != nil {
+		have := map[string]bool{}
+		for _, v := range h.Written(t, s) {
+			have[string(bytes.TrimSpace(v))] = true
+		}
+		for i := range 200 {
+			if v := fmt.Sprintf(`{"id":%d,"seq":%d}`, i, i); !have[v] {
+				t.Fatalf("record %s never became durable", v)
+			}
+		}
+	}
 }
 
 // commitRecorder wraps a source and fails the test when a partition's commit
