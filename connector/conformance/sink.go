@@ -131,6 +131,71 @@ func TestSink(t *testing.T, h SinkHarness) {
 		}}
 		runAndCheck(t, h, s, fs, 2)
 	})
+	t.Run("SealedGroupsPersistInOrder", func(t *testing.T) {
+		ctx := context.Background()
+		s := h.New(t)
+		sl, ok := s.(connector.Sealer)
+		if !ok {
+			t.Skip("the sink does not seal groups (connector.Sealer)")
+		}
+		if err := s.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close(ctx)
+		write := func(vals ...string) {
+			t.Helper()
+			if err := s.Write(ctx, recs(vals...)); err != nil {
+				t.Fatalf("Write: %v", err)
+			}
+		}
+		seal := func() connector.SealedGroup {
+			t.Helper()
+			g, err := sl.Seal(ctx)
+			if err != nil {
+				t.Fatalf("Seal: %v", err)
+			}
+			return g
+		}
+		durable := func(want int, when string) {
+			t.Helper()
+			if got := h.Count(t, s); !h.durableOK(got, want) {
+				t.Fatalf("%s: %d records durable, want %d", when, got, want)
+			}
+		}
+		write(`{"n":1}`, `{"n":2}`)
+		g1 := seal()
+		write(`{"n":3}`) // the next group, while the first waits
+		g2 := seal()
+		write(`{"n":4}`)
+		if err := g1.Persist(ctx); err != nil {
+			t.Fatalf("first Persist: %v", err)
+		}
+		durable(2, "after the first Persist")
+		if err := g2.Persist(ctx); err != nil {
+			t.Fatalf("second Persist: %v", err)
+		}
+		durable(3, "after the second Persist")
+		if err := s.Abort(ctx); err != nil { // the group of n=4
+			t.Fatalf("Abort: %v", err)
+		}
+		write(`{"n":5}`)
+		if err := s.Flush(ctx); err != nil {
+			t.Fatalf("Flush: %v", err)
+		}
+		durable(4, "after Abort and Flush")
+		if h.Written != nil {
+			got := h.without(h.Written(t, s), `{"n":4}`)
+			want := []string{`{"n":1}`, `{"n":2}`, `{"n":3}`, `{"n":5}`}
+			if len(got) != len(want) {
+				t.Fatalf("written %q, want %q", got, want)
+			}
+			for i := range want {
+				if !bytes.Equal(bytes.TrimSpace(got[i]), []byte(want[i])) {
+					t.Fatalf("written %q, want %q", got, want)
+				}
+			}
+		}
+	})
 	t.Run("RuntimeRetriesFailedPersists", func(t *testing.T) {
 		s := h.New(t)
 		sl, ok := s.(connector.Sealer)
