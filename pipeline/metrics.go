@@ -24,6 +24,7 @@ type metrics struct {
 	inflightB    *prometheus.GaugeVec // source
 	inflightBy   *prometheus.GaugeVec // source
 	writeErrors  *prometheus.CounterVec
+	flushTime    *prometheus.HistogramVec // sink
 	rewinds      *prometheus.CounterVec
 }
 
@@ -44,11 +45,14 @@ func newMetrics() *metrics {
 		inflightB:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "weir_inflight_batches", Help: "Batches issued and not yet resolved."}, []string{"source"}),
 		inflightBy:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "weir_inflight_bytes", Help: "Estimated bytes of batches issued and not yet resolved."}, []string{"source"}),
 		writeErrors:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "weir_sink_errors_total", Help: "Failed sink writes or flushes, before retries."}, []string{"sink"}),
-		rewinds:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "weir_rewinds_total", Help: "Partitions rewound to their watermark to replay failed data."}, []string{"source"}),
+		flushTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "weir_sink_flush_duration_seconds",
+			Help:    "Time from the start of a group's flush (Flush, or Seal for a sink that seals) until it was durable; failed flushes are not counted.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)}, []string{"sink"}),
+		rewinds: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "weir_rewinds_total", Help: "Partitions rewound to their watermark to replay failed data."}, []string{"source"}),
 	}
 	m.reg.MustRegister(m.recordsIn, m.recordsOut, m.rejected, m.issued, m.resolved, m.stale, m.leaked,
 		m.watermark, m.committed, m.commitTime, m.commitErrors, m.inflightB, m.inflightBy,
-		m.writeErrors, m.rewinds)
+		m.writeErrors, m.flushTime, m.rewinds)
 	return m
 }
 

@@ -142,6 +142,7 @@ func TestMetricsAndHealthEndpoints(t *testing.T) {
 		{"weir_records_out_total", []string{"component", "out"}},
 		{"weir_batches_issued_total", []string{"source", "gen"}},
 		{"weir_batches_resolved_total", []string{"source", "gen", "status", "delivered"}},
+		{"weir_sink_flush_duration_seconds_count", []string{"sink", "out"}},
 	}
 	for _, s := range positive {
 		if v, ok := metric(body, s.name, s.labels...); !ok || v <= 0 {

@@ -139,7 +139,8 @@ func (rt *runtime) run(ctx context.Context) error {
 	rt.sinks = make([]*sinkRunner, len(rt.g.sinks))
 	for i, sk := range rt.g.sinks {
 		rt.sinks[i] = &sinkRunner{rt: rt, idx: i, spec: sk, in: make(chan chunk, 4), log: rt.log.With("sink", sk.Name),
-			mRecordsIn: rt.m.recordsIn.WithLabelValues(sk.Name), mRecordsOut: rt.m.recordsOut.WithLabelValues(sk.Name)}
+			mRecordsIn: rt.m.recordsIn.WithLabelValues(sk.Name), mRecordsOut: rt.m.recordsOut.WithLabelValues(sk.Name),
+			mFlushTime: rt.m.flushTime.WithLabelValues(sk.Name)}
 	}
 	for i, d := range rt.g.deadLetter {
 		if d >= 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,5 +151,41 @@ func TestFailedPersistIsWrittenAgain(t *testing.T) {
 	}
 	if w := rep.Sinks[0].Written; w < 2000 {
 		t.Fatalf("report says %d written, want at least 2000", w)
+	}
+}
+
+// A sink that seals has its flushes timed from Seal to the end of Persist:
+// weir_sink_flush_duration_seconds counts one observation per durable group.
+func TestSealedFlushesAreTimed(t *testing.T) {
+	mem := &conformance.MemSealer{}
+	fs := conformance.NewFaultSealer(mem)
+	src := gen(t, 0, 1, 10) // endless, so that the metrics can be read while it runs
+	var addr atomic.Value
+	sp := fastSpec(src, pipeline.SinkSpec{Name: "out", Inputs: []string{"gen"}, Sink: fs,
+		Batch: pipeline.BatchSettings{MaxRecords: 100}})
+	sp.Metrics.Address = "127.0.0.1:0"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var once sync.Once
+	var body string
+	var persisted int
+	hook := pipeline.WithCommitted(func(string) {
+		if src.Offsets().Get("gen/0") < 1000 {
+			return
+		}
+		once.Do(func() {
+			// Observed after its Persist returned: read the metric first.
+			_, body = httpGet(t, "http://"+addr.Load().(string)+"/metrics")
+			_, persisted, _, _ = fs.SealCounts()
+			cancel()
+		})
+	})
+	listening := pipeline.WithListening(func(a string) { addr.Store(a) })
+	if err := pipeline.Run(ctx, sp, quiet, hook, listening); err != nil {
+		t.Fatal(err)
+	}
+	n, ok := metric(body, "weir_sink_flush_duration_seconds_count", "sink", "out")
+	if !ok || n < 10 || int(n) > persisted {
+		t.Fatalf("weir_sink_flush_duration_seconds_count = %v (present %v), want between 10 (1000 records committed in groups of 100) and %d (the groups persisted by then)", n, ok, persisted)
 	}
 }

@@ -48,6 +48,7 @@ type sinkRunner struct {
 	// The sink's metric children, looked up once: they are counted per chunk
 	// and per group.
 	mRecordsIn, mRecordsOut prometheus.Counter
+	mFlushTime              prometheus.Observer
 
 	group      []record.Record
 	groupBytes int64
@@ -89,10 +90,11 @@ type sinkRunner struct {
 
 // sealedGroup is a group sealed and handed to the persister.
 type sealedGroup struct {
-	recs []record.Record // keeping their references until the outcome; acknowledged and cleared by the persister
-	held []checkpoint.BatchID
-	sg   connector.SealedGroup
-	err  error // Persist's
+	recs   []record.Record // keeping their references until the outcome; acknowledged and cleared by the persister
+	held   []checkpoint.BatchID
+	sg     connector.SealedGroup
+	sealed time.Time
+	err    error // Persist's
 }
 
 func (s *sinkRunner) run(ctx context.Context) {
@@ -153,6 +155,7 @@ func (s *sinkRunner) persist(ctx context.Context, done chan<- struct{}) {
 				s.log.Warn("discarding a group whose persist failed", "err", err)
 			}
 		} else {
+			s.mFlushTime.Observe(time.Since(g.sealed).Seconds())
 			s.ack(&s.pset, g.recs)
 			clear(g.recs)
 			g.recs = g.recs[:0]
@@ -287,10 +290,12 @@ func (s *sinkRunner) flush(ctx context.Context) {
 		s.seal(ctx)
 		return
 	}
+	start := time.Now()
 	if err := s.spec.Sink.Flush(ctx); err != nil {
 		s.retry(ctx, err)
 		return
 	}
+	s.mFlushTime.Observe(time.Since(start).Seconds())
 	s.ackGroup()
 }
 
@@ -322,6 +327,7 @@ func (s *sinkRunner) seal(ctx context.Context) {
 			return
 		}
 	}
+	start := time.Now()
 	sg, err := s.sealer.Seal(ctx)
 	if err != nil {
 		s.recover(ctx, nil, err)
@@ -333,7 +339,7 @@ func (s *sinkRunner) seal(ctx context.Context) {
 	} else {
 		g = &sealedGroup{}
 	}
-	g.sg, g.err = sg, nil
+	g.sg, g.sealed, g.err = sg, start, nil
 	g.recs, s.group = s.group, g.recs[:0]
 	s.heldMu.Lock()
 	g.held, s.held = s.held, g.held[:0]
