@@ -2,8 +2,10 @@ package pipeline_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -187,5 +189,52 @@ func TestSealedFlushesAreTimed(t *testing.T) {
 	n, ok := metric(body, "weir_sink_flush_duration_seconds_count", "sink", "out")
 	if !ok || n < 10 || int(n) > persisted {
 		t.Fatalf("weir_sink_flush_duration_seconds_count = %v (present %v), want between 10 (1000 records committed in groups of 100) and %d (the groups persisted by then)", n, ok, persisted)
+	}
+}
+
+// /debug/stalls names a sink whose sealed group, waiting for its Persist,
+// holds the oldest unresolved batch.
+func TestStallReportNamesASealedGroup(t *testing.T) {
+	mem := &conformance.MemSealer{}
+	fs := conformance.NewFaultSealer(mem)
+	release := make(chan struct{})
+	held := make(chan struct{})
+	var once sync.Once
+	fs.OnPersist = func() error {
+		once.Do(func() { close(held) })
+		<-release
+		return nil
+	}
+	src := gen(t, 0, 1, 10)
+	sp := fastSpec(src, pipeline.SinkSpec{Name: "out", Inputs: []string{"gen"}, Sink: fs,
+		Batch: pipeline.BatchSettings{MaxRecords: 10, MaxAge: time.Hour}})
+	sp.Sources[0].MaxInFlightBatches = 4
+	sp.Metrics.Address = "127.0.0.1:0"
+	clock := newFakeClock()
+	ticks := make(chan time.Time)
+	addr := make(chan string, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- pipeline.Run(ctx, sp, quiet, pipeline.WithClock(clock.now, ticks),
+			pipeline.WithListening(func(a string) { addr <- a }))
+	}()
+	base := "http://" + <-addr
+	<-held // the first group, batch s0, waits in Persist
+	clock.add(10 * time.Second)
+	ticks <- clock.now()
+	ticks <- clock.now() // received only once the previous refresh finished
+	_, body := httpGet(t, base+"/debug/stalls")
+	var list []pipeline.Stall
+	if err := json.Unmarshal([]byte(body), &list); err != nil {
+		t.Fatalf("/debug/stalls: %v: %s", err, body)
+	}
+	close(release)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || !strings.HasSuffix(list[0].Batch, "/s0") || len(list[0].HeldBy) != 1 || list[0].HeldBy[0] != "out" {
+		t.Fatalf("stall report %s: want batch s0 held by out (its sealed group)", body)
 	}
 }
