@@ -50,7 +50,9 @@ type Commit struct {
 // of the Poll before it and of the Poll after it. A Kafka consumer's rebalance
 // callbacks, run while Poll waits inside the client, are the case in point:
 // Revoke must run inside the callback so the rebalance waits for the final
-// commit.
+// commit. Revoke and Lost may also come after the last Poll returned, up to
+// the end of Close (a client leaving its group on Close): the runtime has
+// then committed for the last time, and Revoke returns an error at once.
 type Host interface {
 	// Assign registers a partition the source now owns, under a name that is
 	// stable across restarts ("orders/3", a file's identity), reading from start.

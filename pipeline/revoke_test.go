@@ -228,3 +228,70 @@ func countOf(vals [][]byte, p string) int {
 	}
 	return n
 }
+
+// closeRevoker is an endless source of many partitions that gives them all
+// up in Close, as a Kafka client does when it leaves its group: Revoke comes
+// after polling stopped and the runtime closed its workers' inputs.
+type closeRevoker struct {
+	h    connector.Host
+	ids  []checkpoint.Partition
+	next []int64
+	turn int
+
+	revoked chan struct{} // closed once every Revoke in Close returned
+}
+
+func (s *closeRevoker) Open(ctx context.Context, h connector.Host) error {
+	s.h = h
+	for i := range 16 {
+		s.ids = append(s.ids, h.Assign(fmt.Sprintf("p%d", i), 0))
+		s.next = append(s.next, 0)
+	}
+	return nil
+}
+
+func (s *closeRevoker) Poll(ctx context.Context, b *connector.Batch) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	i := s.turn % len(s.ids)
+	s.turn++
+	b.Partition = s.ids[i]
+	for range 10 {
+		b.Records = append(b.Records, record.New([]byte(fmt.Sprintf(`{"p":%d,"n":%d}`, i, s.next[i]))))
+		s.next[i]++
+	}
+	b.End = checkpoint.Position(s.next[i])
+	return nil
+}
+
+func (s *closeRevoker) Commit(ctx context.Context, cs []connector.Commit) error { return nil }
+func (s *closeRevoker) Seek(ctx context.Context, p checkpoint.Partition, pos checkpoint.Position) error {
+	return nil
+}
+
+func (s *closeRevoker) Close(ctx context.Context) error {
+	for _, p := range s.ids {
+		_ = s.h.Revoke(ctx, p) // the pipeline has stopped: an error is expected
+	}
+	close(s.revoked)
+	return nil
+}
+
+// Revoke may come after shutdown closed the workers' inputs (a source's Close
+// leaving its group); it must not send them a flush request then.
+func TestRevokeAfterShutdownSendsNothing(t *testing.T) {
+	src := &closeRevoker{revoked: make(chan struct{})}
+	mem := &conformance.MemSink{}
+	sp := fastSpec(src, pipeline.SinkSpec{Name: "out", Inputs: []string{"gen"}, Sink: mem})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := pipeline.Run(ctx, sp, quiet); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-src.revoked:
+	default:
+		t.Fatal("Close returned before its Revokes did")
+	}
+}

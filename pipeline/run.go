@@ -60,6 +60,14 @@ type runtime struct {
 	workers []*worker
 	chunks  chunkList // record slices for chunks, shared by workers and sinks
 
+	// inMu orders the closing of the workers' inputs (write lock) with the
+	// flush requests a Revoke sends them (read lock). Revoke may come from a
+	// source's own goroutine at any time before Close returns (a Kafka
+	// client's rebalance callback, or its leaving the group in Close), so
+	// also after polling stopped and the inputs closed: it then sends nothing.
+	inMu     sync.RWMutex
+	inClosed bool
+
 	stopping atomic.Bool // no more rewinds: the pipeline is shutting down
 	stopOnce sync.Once
 	stopCh   chan struct{} // closed by fail
@@ -234,9 +242,12 @@ func (rt *runtime) run(ctx context.Context) error {
 	})
 	defer shutdownTimer.Stop()
 	pollWG.Wait()
+	rt.inMu.Lock()
+	rt.inClosed = true
 	for _, w := range rt.workers {
 		close(w.in)
 	}
+	rt.inMu.Unlock()
 	workersWG.Wait()
 	for i := range rt.sinks {
 		feeders[i].Done()
@@ -304,7 +315,17 @@ func (rt *runtime) flushSinks(_ *sourceRunner) {
 // partition p already sent: p is being revoked, and its final watermark should
 // not wait for the sinks' MaxAge. Only p's worker needs the request, since
 // every batch of p went through it.
+//
+// After shutdown closed the workers' inputs it does nothing: the sinks flush
+// their last groups on their own then. A request blocked on a busy worker
+// holds the closing back until ctx is done, which happens when polling
+// stops (see hostCtx), so the closing waits at most for that.
 func (rt *runtime) flushPartition(ctx context.Context, s *sourceRunner, p checkpoint.Partition) {
+	rt.inMu.RLock()
+	defer rt.inMu.RUnlock()
+	if rt.inClosed {
+		return
+	}
 	select {
 	case rt.workerOf(s, p).in <- work{flush: true}:
 	case <-ctx.Done():
