@@ -238,3 +238,42 @@ func TestStallReportNamesASealedGroup(t *testing.T) {
 		t.Fatalf("stall report %s: want batch s0 held by out (its sealed group)", body)
 	}
 }
+
+// A sealed group whose Persist keeps failing goes, once its retries ran out,
+// to the failure policy like a flushed one: here to a dead letter sink, and
+// every record is then committed, none of it in the failing sink.
+func TestPersistFailingForGoodGoesToDeadLetter(t *testing.T) {
+	mem := &conformance.MemSealer{}
+	fs := conformance.NewFaultSealer(mem)
+	fs.OnPersist = func() error { return errors.New("disk gone") }
+	fs.OnFlush = fs.OnPersist // the retries flush synchronously
+	dl := &conformance.MemSink{}
+	src := gen(t, 500, 1, 25)
+	sp := fastSpec(src,
+		pipeline.SinkSpec{Name: "out", Inputs: []string{"gen"}, Sink: fs, OnFailure: pipeline.DeadLetter, DeadLetter: "dl",
+			Batch: pipeline.BatchSettings{MaxRecords: 100}},
+		pipeline.SinkSpec{Name: "dl", Sink: dl})
+	if err := pipeline.Run(context.Background(), sp, quiet); err != nil {
+		t.Fatal(err)
+	}
+	if got := src.Offsets().Get("gen/0"); got != 500 {
+		t.Fatalf("committed %d, want 500", got)
+	}
+	if n := len(mem.Values()); n != 0 {
+		t.Fatalf("%d records durable in the failing sink, want 0", n)
+	}
+	seqs := map[int]bool{}
+	for _, v := range dl.Values() {
+		var env struct {
+			Sink  string          `json:"sink"`
+			Value json.RawMessage `json:"value"`
+		}
+		if err := json.Unmarshal(v, &env); err != nil || env.Sink != "out" {
+			t.Fatalf("dead letter %s: %v, want one from sink out", v, err)
+		}
+		seqs[seqOf(t, env.Value)] = true
+	}
+	if len(seqs) != 500 {
+		t.Fatalf("%d distinct records in the dead letter sink, want 500", len(seqs))
+	}
+}
