@@ -410,11 +410,7 @@ func (s *sinkRunner) recover(ctx context.Context, failed *sealedGroup, err error
 		s.heldMu.Unlock()
 		recs = append(recs, s.group...)
 		clear(s.group)
-		s.group = recs
-		s.groupBytes = 0
-		for i := range recs {
-			s.groupBytes += int64(recs[i].Size())
-		}
+		s.group = recs // groupBytes stays stale: retry resets the group whatever its outcome
 		for _, g := range back {
 			s.reuse(g)
 		}

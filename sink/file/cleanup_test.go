@@ -14,7 +14,7 @@ import (
 )
 
 // openAt opens a file sink on dir and closes it at the end of the test.
-func openAt(t *testing.T, dir string, mutate func(*Config)) *Sink {
+func openAt(t testing.TB, dir string, mutate func(*Config)) *Sink {
 	t.Helper()
 	c := NewConfig()
 	c.Path = dir

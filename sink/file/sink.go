@@ -125,14 +125,6 @@ func New(name string, cfg *Config) (*Sink, error) {
 	return s, nil
 }
 
-// Batching returns the flush triggers that make this sink's chunks the size
-// its configuration asks for: the runtime should flush at least this often.
-// Chunks are sealed by max_records and max_bytes on their own, but become
-// visible only on Flush, so max_age is honoured only through the runtime.
-func (s *Sink) Batching() (maxRecords int, maxBytes int64, maxAge time.Duration) {
-	return s.cfg.MaxRecords, s.cfg.MaxBytes, s.cfg.MaxAge
-}
-
 // Open creates the output directory, locks this run's lock file in it and
 // removes the temporary files of runs that have ended.
 func (s *Sink) Open(ctx context.Context) error {

@@ -28,21 +28,7 @@ var ctx = context.Background()
 func newSink(t testing.TB, mutate func(*Config)) (*Sink, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "out")
-	c := NewConfig()
-	c.Path = dir
-	if mutate != nil {
-		mutate(c)
-	}
-	s, err := New("out", c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.now = func() time.Time { return time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC) }
-	if err := s.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close(ctx) })
-	return s, dir
+	return openAt(t, dir, mutate), dir
 }
 
 func recs(vals ...string) []record.Record {

@@ -395,15 +395,16 @@ func TestPersistFailureStaysInItsGroup(t *testing.T) {
 	}
 }
 
-// Persist gives up when its ctx is done, even while the group's produces
-// are stuck at the broker.
-func TestPersistHonoursContext(t *testing.T) {
-	ctx := testCtx(t)
+// stuckGroup opens a sink (changed by change) on a fake cluster that holds
+// produce requests until release is called, writes one record and seals its
+// group once the produce reached the broker.
+func stuckGroup(t *testing.T, change func(*kafka.Config)) (ctx context.Context, s *kafka.Sink, g connector.SealedGroup, release func()) {
+	t.Helper()
+	ctx = testCtx(t)
 	c, ids := fakeTopics(ctx, t, "out")
-	s := openSink(ctx, t, c.ListenAddrs(), nil)
-	hold, _ := releaser(t)
+	s = openSink(ctx, t, c.ListenAddrs(), change)
+	hold, release := releaser(t)
 	arrived := holdProduce(c, ids, "out", hold)
-
 	if err := s.Write(ctx, []record.Record{rec("stuck", "")}); err != nil {
 		t.Fatal(err)
 	}
@@ -412,17 +413,33 @@ func TestPersistHonoursContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait(ctx, t, arrived, "the produce to reach the broker")
+	return ctx, s, g, release
+}
+
+// within runs f and returns its error, failing the test if f still runs
+// after limit.
+func within(t *testing.T, limit time.Duration, what string, f func() error) error {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() { errc <- f() }()
+	select {
+	case err := <-errc:
+		return err
+	case <-time.After(limit):
+		t.Fatalf("%s still waiting after %v", what, limit)
+		return nil
+	}
+}
+
+// Persist gives up when its ctx is done, even while the group's produces
+// are stuck at the broker.
+func TestPersistHonoursContext(t *testing.T) {
+	ctx, _, g, _ := stuckGroup(t, nil)
 	pctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	persisted := make(chan error, 1)
-	go func() { persisted <- g.Persist(pctx) }()
-	select {
-	case err := <-persisted:
-		if !errors.Is(err, context.DeadlineExceeded) || !strings.HasPrefix(err.Error(), "kafka: sink out: ") {
-			t.Fatalf("Persist = %v, want the context's deadline error with a kafka: sink out: prefix", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Persist still waiting 10s after its context expired")
+	err := within(t, 10*time.Second, "Persist, 10s after its context expired,", func() error { return g.Persist(pctx) })
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.HasPrefix(err.Error(), "kafka: sink out: ") {
+		t.Fatalf("Persist = %v, want the context's deadline error with a kafka: sink out: prefix", err)
 	}
 }
 
@@ -466,36 +483,9 @@ func TestOldTimestampsAreDelivered(t *testing.T) {
 // through Persist and through Flush, and Abort then clears what the client
 // still holds so that the next group is not stuck behind it.
 func TestDeliveryTimeoutFailsTheGroup(t *testing.T) {
-	ctx := testCtx(t)
-	c, ids := fakeTopics(ctx, t, "out")
-	s := openSink(ctx, t, c.ListenAddrs(), func(c *kafka.Config) { c.DeliveryTimeout = time.Second })
-	hold, release := releaser(t)
-	arrived := holdProduce(c, ids, "out", hold)
-
-	if err := s.Write(ctx, []record.Record{rec("stuck", "")}); err != nil {
-		t.Fatal(err)
-	}
-	g, err := s.Seal(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wait(ctx, t, arrived, "the produce to reach the broker")
-	// within runs f and returns its error, failing the test if it is still
-	// running 10s after delivery_timeout.
-	within := func(what string, f func() error) error {
-		t.Helper()
-		errc := make(chan error, 1)
-		go func() { errc <- f() }()
-		select {
-		case err := <-errc:
-			return err
-		case <-time.After(11 * time.Second):
-			t.Fatalf("%s still waiting 10s after delivery_timeout", what)
-			return nil
-		}
-	}
+	ctx, s, g, release := stuckGroup(t, func(c *kafka.Config) { c.DeliveryTimeout = time.Second })
 	start := time.Now()
-	err = within("Persist", func() error { return g.Persist(ctx) })
+	err := within(t, 11*time.Second, "Persist, 10s after delivery_timeout,", func() error { return g.Persist(ctx) })
 	if err == nil || !strings.Contains(err.Error(), "delivery_timeout") {
 		t.Fatalf("Persist = %v, want a delivery_timeout error", err)
 	}
@@ -505,7 +495,7 @@ func TestDeliveryTimeoutFailsTheGroup(t *testing.T) {
 	if err := s.Write(ctx, []record.Record{rec("stuck too", "")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := within("Flush", func() error { return s.Flush(ctx) }); err == nil || !strings.Contains(err.Error(), "delivery_timeout") {
+	if err := within(t, 11*time.Second, "Flush, 10s after delivery_timeout,", func() error { return s.Flush(ctx) }); err == nil || !strings.Contains(err.Error(), "delivery_timeout") {
 		t.Fatalf("Flush = %v, want a delivery_timeout error", err)
 	}
 	release()
@@ -536,13 +526,7 @@ func TestFullBufferGivesUpAfterDeliveryTimeout(t *testing.T) {
 	for i := range recs {
 		recs[i] = rec(fmt.Sprintf("r%d", i), "")
 	}
-	written := make(chan error, 1)
-	go func() { written <- s.Write(ctx, recs) }()
-	select {
-	case <-written:
-	case <-time.After(15 * time.Second):
-		t.Fatal("Write still blocked on a full buffer 14s after delivery_timeout")
-	}
+	within(t, 15*time.Second, "Write on a full buffer, 14s after delivery_timeout,", func() error { return s.Write(ctx, recs) })
 	g, err := s.Seal(ctx)
 	if err == nil {
 		err = g.Persist(ctx)
