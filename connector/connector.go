@@ -107,7 +107,8 @@ var ErrEndOfInput = errors.New("connector: end of input")
 
 // Sink writes records to a destination.
 //
-// The runtime calls a sink from one goroutine. It hands records to Write and
+// The runtime calls a sink from one goroutine (and, for a Sealer, the sealed
+// groups' methods from a second one). It hands records to Write and
 // calls Flush when a group should become durable (by count, size or age, the
 // sink's batching settings); only after Flush returns nil does it acknowledge
 // the group's records. When Write or Flush fails, the runtime calls Abort and,
