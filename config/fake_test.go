@@ -67,30 +67,28 @@ func (*testSink) Abort(context.Context) error                  { return nil }
 func (*testSink) Close(context.Context) error                  { return nil }
 
 func init() {
-	connector.RegisterSource(connector.SourceType{
-		Name:      "test_source",
-		Doc:       "a source for the configuration tests",
-		NewConfig: func() any { return &testSourceConfig{PollInterval: Duration(1e9)} },
-		Build: func(name string, cfg any) (connector.Source, error) {
-			c := cfg.(*testSourceConfig)
+	connector.RegisterSource(connector.SourceDef[testSourceConfig]{
+		Name:   "test_source",
+		Doc:    "a source for the configuration tests",
+		Config: func() *testSourceConfig { return &testSourceConfig{PollInterval: Duration(1e9)} },
+		Build: func(name string, c *testSourceConfig) (connector.Source, error) {
 			if c.Path == "/fail-build" {
 				return nil, fmt.Errorf("test_source: cannot open %s", c.Path)
 			}
 			return &testSource{name: name, cfg: c}, nil
 		},
 	})
-	connector.RegisterSink(connector.SinkType{
-		Name:      "test_sink",
-		Doc:       "a sink for the configuration tests",
-		NewConfig: func() any { return &testSinkConfig{} },
-		Build: func(name string, cfg any) (connector.Sink, error) {
-			return &testSink{name: name, cfg: cfg.(*testSinkConfig)}, nil
+	connector.RegisterSink(connector.SinkDef[testSinkConfig]{
+		Name: "test_sink",
+		Doc:  "a sink for the configuration tests",
+		Build: func(name string, c *testSinkConfig) (connector.Sink, error) {
+			return &testSink{name: name, cfg: c}, nil
 		},
 	})
-	connector.RegisterSink(connector.SinkType{
+	connector.RegisterSink(connector.SinkDef[struct{}]{
 		Name: "test_optionless",
 		Doc:  "a sink without options",
-		Build: func(name string, cfg any) (connector.Sink, error) {
+		Build: func(name string, _ *struct{}) (connector.Sink, error) {
 			return &testSink{name: name}, nil
 		},
 	})

@@ -19,14 +19,25 @@ import (
 	"github.com/weir-etl/weir/record"
 )
 
+// Partition is the runtime's id of a source partition, returned by
+// Host.Assign: a small dense integer, valid within one run. Sources keep their
+// own stable names for partitions ("orders/3", a file's identity).
+type Partition = checkpoint.Partition
+
+// Position is a place in a partition, in the source's own unit (a Kafka
+// offset, a byte offset). A record's Origin.Offset and a batch's End are
+// positions; every record of a batch has an offset below its End, and every
+// record of later batches an offset at or above it.
+type Position = checkpoint.Position
+
 // Batch is one poll batch: records of a single partition, in order, and the
 // position just after the last of them.
 type Batch struct {
-	Partition checkpoint.Partition
+	Partition Partition
 	// End is the position to commit once this batch and every batch before it
 	// in the partition are delivered: for Kafka the next offset to read, for a
 	// file the byte offset after the batch's last complete line.
-	End     checkpoint.Position
+	End     Position
 	Records []record.Record
 }
 
@@ -37,11 +48,9 @@ func (b *Batch) Reset() {
 }
 
 // Commit is a position the source must persist for a partition: every record
-// before it is durable in every sink it was routed to.
-type Commit struct {
-	Partition checkpoint.Partition
-	Position  checkpoint.Position
-}
+// before it is durable in every sink it was routed to. (Epoch is the
+// runtime's; sources ignore it.)
+type Commit = checkpoint.Commit
 
 // Host is what the runtime offers a source. Its methods must not run at the
 // same time as issuing: call them from the goroutine that calls Poll (inside
@@ -58,16 +67,18 @@ type Host interface {
 	// stable across restarts ("orders/3", a file's identity), reading from start.
 	// It returns the partition's id for Batch.Partition and Commit. Assigning
 	// a partition that is already assigned starts a new epoch.
-	Assign(name string, start checkpoint.Position) checkpoint.Partition
-	// Revoke gives a partition up gracefully: no more batches of it will be
-	// polled; Revoke waits, up to the configured drain timeout or ctx, for the
-	// batches in flight to resolve, commits its final watermark through
-	// Source.Commit, and then forgets it. Acknowledgements still in flight
-	// afterwards are stale and never committed.
-	Revoke(ctx context.Context, p checkpoint.Partition) error
-	// Lost forgets a partition at once, committing nothing (the source no longer
-	// owns it, e.g. a Kafka session expired).
-	Lost(p checkpoint.Partition)
+	Assign(name string, start Position) Partition
+	// Revoke gives partitions up gracefully: no more batches of them will be
+	// polled; Revoke waits, up to the configured drain timeout (one deadline
+	// for all of them, counted from the call) or ctx, for the batches in
+	// flight to resolve, commits their final watermarks through
+	// Source.Commit, and then forgets them. Acknowledgements still in flight
+	// afterwards are stale and never committed. Revoke every partition a
+	// rebalance takes in one call: they drain together.
+	Revoke(ctx context.Context, ps ...Partition) error
+	// Lost forgets partitions at once, committing nothing (the source no
+	// longer owns them, e.g. a Kafka session expired).
+	Lost(ps ...Partition)
 	// Logger returns the source's logger.
 	Logger() *slog.Logger
 }
@@ -97,7 +108,7 @@ type Source interface {
 	// Seek makes the next batches of p start at pos again: the runtime rewinds a
 	// partition to its watermark to replay failed data. After Seek the runtime
 	// starts a new epoch for p (Host.Assign is not needed).
-	Seek(ctx context.Context, p checkpoint.Partition, pos checkpoint.Position) error
+	Seek(ctx context.Context, p Partition, pos Position) error
 	// Close releases the source's resources.
 	Close(ctx context.Context) error
 }
@@ -190,4 +201,38 @@ func (e *RejectError) Unwrap() error { return e.Err }
 // to add.
 type Describer interface {
 	Describe() string
+}
+
+// PositionKeeper is an optional interface for a sink that stores, atomically
+// with each group's data, the source positions the group reaches (a database
+// sink writing them in the same transaction as the rows). The runtime then
+// never hands it a record its stored positions already cover: after a crash,
+// a rewind, a rebalance, or a replay caused by another sink. That makes the
+// sink exactly-once, while the source's own commit stays the contiguous
+// watermark over all sinks.
+//
+// Positions are exclusive, like Batch.End and Commit: a stored position P of
+// a partition says that every record of it with Origin.Offset below P that
+// was routed to this sink is in the sink.
+type PositionKeeper interface {
+	Sink
+	// StoredPositions returns the stored positions of the named partitions
+	// of source (partition names as the source gives them to Host.Assign);
+	// a partition with nothing stored is left out. The runtime calls it on
+	// the sink's goroutine when it first routes a record of a partition that
+	// the source was (re)assigned, so a position another process stored
+	// while it owned the partition is seen.
+	StoredPositions(ctx context.Context, source string, partitions []string) (map[string]Position, error)
+	// GroupPositions gives the positions the current group reaches, one per
+	// source partition with records in it, right before each Flush or Seal
+	// (and again before a retried Flush). The sink stores them with the
+	// group. The slice is the runtime's: copy what is kept.
+	GroupPositions(ps []GroupPosition)
+}
+
+// GroupPosition is the position a group reaches in one source partition.
+type GroupPosition struct {
+	Source    string   // the source component's name
+	Partition string   // the source's name for the partition
+	Position  Position // every record of the partition before it is in the group or earlier ones
 }

@@ -2,29 +2,57 @@ package connector
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"sync"
 )
 
-// SourceType describes a kind of source for the configuration ("file", "kafka").
-type SourceType struct {
+// SourceDef declares a source type for RegisterSource. C is the type's
+// configuration struct: the YAML options under a component of this type are
+// decoded into a *C strictly (an unknown option is an error naming its line),
+// and C's exported fields, their `yaml` names and `doc` tags, and the values
+// Config fills in are what `weir help TYPE` and the JSON schema show.
+type SourceDef[C any] struct {
 	Name string // the `type:` value in the configuration
 	Doc  string // one line, for `weir help`
-	// NewConfig returns a pointer to a fresh configuration struct with its
-	// defaults filled in. The configuration loader decodes the component's YAML
-	// options into it strictly (unknown options are errors naming the line), then
-	// calls its Validate() error method if it has one.
+	// Config returns a fresh configuration with the defaults filled in. Nil
+	// means the zero C.
+	Config func() *C
+	// Build creates the source from a decoded configuration whose Validate
+	// method (if *C has one) returned nil.
+	Build func(name string, cfg *C) (Source, error)
+}
+
+// SinkDef declares a sink type for RegisterSink; see SourceDef.
+type SinkDef[C any] struct {
+	Name   string
+	Doc    string
+	Config func() *C
+	Build  func(name string, cfg *C) (Sink, error)
+}
+
+// SourceType is a registered source type, as the configuration loader sees
+// it: the configuration is an opaque pointer made by NewConfig and handed back
+// to Build.
+type SourceType struct {
+	Name string
+	Doc  string
+	// ConfigType is the configuration struct's type (C of the SourceDef).
+	ConfigType reflect.Type
+	// NewConfig returns a *C with its defaults filled in.
 	NewConfig func() any
-	// Build creates the source from a decoded, validated configuration.
+	// Build creates the source from what NewConfig returned, once decoded
+	// and validated.
 	Build func(name string, cfg any) (Source, error)
 }
 
-// SinkType describes a kind of sink for the configuration.
+// SinkType is a registered sink type; see SourceType.
 type SinkType struct {
-	Name      string
-	Doc       string
-	NewConfig func() any
-	Build     func(name string, cfg any) (Sink, error)
+	Name       string
+	Doc        string
+	ConfigType reflect.Type
+	NewConfig  func() any
+	Build      func(name string, cfg any) (Sink, error)
 }
 
 var (
@@ -33,9 +61,22 @@ var (
 	sinks   = map[string]SinkType{}
 )
 
-// RegisterSource makes a source type available; connector packages call it from
-// init. Registering a name twice panics.
-func RegisterSource(t SourceType) {
+// RegisterSource makes a source type available; connector packages call it
+// from init. Registering a name twice, or an empty name or nil Build, panics:
+// these are programming errors found at start.
+func RegisterSource[C any](d SourceDef[C]) {
+	if d.Name == "" || d.Build == nil {
+		panic("connector: RegisterSource needs a Name and a Build function")
+	}
+	build := d.Build
+	t := SourceType{Name: d.Name, Doc: d.Doc, ConfigType: reflect.TypeFor[C](), NewConfig: newConfig(d.Config),
+		Build: func(name string, cfg any) (Source, error) {
+			c, err := configOf[C](d.Name, cfg)
+			if err != nil {
+				return nil, err
+			}
+			return build(name, c)
+		}}
 	regMu.Lock()
 	defer regMu.Unlock()
 	if _, dup := sources[t.Name]; dup {
@@ -44,14 +85,43 @@ func RegisterSource(t SourceType) {
 	sources[t.Name] = t
 }
 
-// RegisterSink makes a sink type available; connector packages call it from init.
-func RegisterSink(t SinkType) {
+// RegisterSink makes a sink type available; see RegisterSource.
+func RegisterSink[C any](d SinkDef[C]) {
+	if d.Name == "" || d.Build == nil {
+		panic("connector: RegisterSink needs a Name and a Build function")
+	}
+	build := d.Build
+	t := SinkType{Name: d.Name, Doc: d.Doc, ConfigType: reflect.TypeFor[C](), NewConfig: newConfig(d.Config),
+		Build: func(name string, cfg any) (Sink, error) {
+			c, err := configOf[C](d.Name, cfg)
+			if err != nil {
+				return nil, err
+			}
+			return build(name, c)
+		}}
 	regMu.Lock()
 	defer regMu.Unlock()
 	if _, dup := sinks[t.Name]; dup {
 		panic(fmt.Sprintf("connector: sink type %q registered twice", t.Name))
 	}
 	sinks[t.Name] = t
+}
+
+func newConfig[C any](f func() *C) func() any {
+	if f == nil {
+		return func() any { return new(C) }
+	}
+	return func() any { return f() }
+}
+
+// configOf is the one type assertion of the registry: the loader hands Build
+// what NewConfig made, so a mismatch is a bug in the caller.
+func configOf[C any](typ string, cfg any) (*C, error) {
+	c, ok := cfg.(*C)
+	if !ok || c == nil {
+		return nil, fmt.Errorf("connector: type %s: configuration is %T, want %T", typ, cfg, (*C)(nil))
+	}
+	return c, nil
 }
 
 // LookupSource returns the source type called name.

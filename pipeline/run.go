@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	goruntime "runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -311,24 +312,34 @@ func (rt *runtime) flushSinks(_ *sourceRunner) {
 	}
 }
 
-// flushPartition asks every sink to flush now, behind every batch of s's
-// partition p already sent: p is being revoked, and its final watermark should
-// not wait for the sinks' MaxAge. Only p's worker needs the request, since
-// every batch of p went through it.
+// flushPartitions asks every sink to flush now, behind every batch of s's
+// partitions ps already sent: they are being revoked, and their final
+// watermarks should not wait for the sinks' MaxAge. Only the workers of ps
+// need the request, since every batch of a partition went through its worker;
+// each gets one request however many of ps it serves.
 //
 // After shutdown closed the workers' inputs it does nothing: the sinks flush
 // their last groups on their own then. A request blocked on a busy worker
 // holds the closing back until ctx is done, which happens when polling
 // stops (see hostCtx), so the closing waits at most for that.
-func (rt *runtime) flushPartition(ctx context.Context, s *sourceRunner, p checkpoint.Partition) {
+func (rt *runtime) flushPartitions(ctx context.Context, s *sourceRunner, ps []checkpoint.Partition) {
 	rt.inMu.RLock()
 	defer rt.inMu.RUnlock()
 	if rt.inClosed {
 		return
 	}
-	select {
-	case rt.workerOf(s, p).in <- work{flush: true}:
-	case <-ctx.Done():
+	var sent []*worker
+	for _, p := range ps {
+		w := rt.workerOf(s, p)
+		if slices.Contains(sent, w) {
+			continue
+		}
+		sent = append(sent, w)
+		select {
+		case w.in <- work{flush: true}:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

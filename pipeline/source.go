@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,7 +89,7 @@ type rewindReq struct {
 }
 
 type hostReq struct {
-	p        checkpoint.Partition
+	ps       []checkpoint.Partition
 	lost     bool
 	deadline time.Time  // a revoke's drain deadline
 	done     chan error // capacity 1
@@ -137,25 +138,32 @@ func (s *sourceRunner) Assign(name string, start checkpoint.Position) checkpoint
 }
 
 // Revoke implements connector.Host: the checkpointer goroutine waits until the
-// partition is drained (or DrainTimeout), commits its final watermark, and
-// forgets it.
+// partitions are drained (or DrainTimeout), commits their final watermarks,
+// and forgets them.
 //
-// The sinks are asked to flush their current groups at once, behind the
+// The sinks are asked to flush their current groups at once, behind each
 // partition's last batch, so that the revoke waits for the writes rather than
 // for the sinks' MaxAge.
 //
-// The drain timeout counts from the call: a worker stuck behind a stalled sink
-// delays the flush request only that long.
-func (s *sourceRunner) Revoke(ctx context.Context, p checkpoint.Partition) error {
+// The drain timeout counts from the call and is shared by all the
+// partitions: a worker stuck behind a stalled sink delays the flush requests
+// only that long, and a rebalance revoking many partitions waits for one
+// timeout, not one per partition.
+func (s *sourceRunner) Revoke(ctx context.Context, ps ...checkpoint.Partition) error {
+	if len(ps) == 0 {
+		return nil
+	}
 	ctx, stop := s.hostCtx(ctx)
 	defer stop()
-	s.iss.Revoke(p)
+	for _, p := range ps {
+		s.iss.Revoke(p)
+	}
 	timeout := s.rt.g.spec.Checkpoint.DrainTimeout
 	deadline := s.rt.now().Add(timeout)
 	fctx, cancel := context.WithTimeout(ctx, timeout)
-	s.rt.flushPartition(fctx, s, p)
+	s.rt.flushPartitions(fctx, s, ps)
 	cancel()
-	return s.hostRequest(ctx, hostReq{p: p, deadline: deadline})
+	return s.hostRequest(ctx, hostReq{ps: slices.Clone(ps), deadline: deadline})
 }
 
 // errRewind is the cause with which a rewind request cancels the context of
@@ -185,10 +193,15 @@ func (s *sourceRunner) hostCtx(ctx context.Context) (context.Context, func()) {
 	}
 }
 
-// Lost implements connector.Host: the partition is forgotten, nothing committed.
-func (s *sourceRunner) Lost(p checkpoint.Partition) {
-	s.iss.Revoke(p)
-	_ = s.hostRequest(context.Background(), hostReq{p: p, lost: true})
+// Lost implements connector.Host: the partitions are forgotten, nothing committed.
+func (s *sourceRunner) Lost(ps ...checkpoint.Partition) {
+	if len(ps) == 0 {
+		return
+	}
+	for _, p := range ps {
+		s.iss.Revoke(p)
+	}
+	_ = s.hostRequest(context.Background(), hostReq{ps: slices.Clone(ps), lost: true})
 }
 
 // Logger implements connector.Host.
@@ -377,7 +390,6 @@ func (s *sourceRunner) doRewinds(pollCtx, ctx context.Context) error {
 // cpState is the checkpointer goroutine's own bookkeeping.
 type cpState struct {
 	pending  []checkpoint.Commit
-	conv     []connector.Commit
 	states   []checkpoint.PartitionState
 	rewound  map[checkpoint.Partition]checkpoint.Epoch // rewind requested for this epoch
 	revokes  []revokeWait
@@ -420,8 +432,10 @@ func (s *sourceRunner) checkpoint(ctx context.Context, final <-chan struct{}) {
 		case r := <-s.reqs:
 			s.drain()
 			if r.lost {
-				s.cp.Forget(r.p)
-				s.forgetMetrics(r.p)
+				for _, p := range r.ps {
+					s.cp.Forget(p)
+					s.forgetMetrics(p)
+				}
 				r.done <- nil
 			} else {
 				cs.revokes = append(cs.revokes, revokeWait{r: r, deadline: r.deadline})
@@ -473,11 +487,15 @@ func (s *sourceRunner) after(ctx context.Context, cs *cpState) {
 	now := s.rt.now()
 	keep := cs.revokes[:0]
 	for _, w := range cs.revokes {
-		if !s.cp.Drained(w.r.p) && now.Before(w.deadline) {
+		drained := true
+		for _, p := range w.r.ps {
+			drained = drained && s.cp.Drained(p)
+		}
+		if !drained && now.Before(w.deadline) {
 			keep = append(keep, w)
 			continue
 		}
-		w.r.done <- s.finalCommit(ctx, w.r.p)
+		w.r.done <- s.finalCommit(ctx, w.r.ps)
 	}
 	clear(cs.revokes[len(keep):])
 	cs.revokes = keep
@@ -548,12 +566,8 @@ func (s *sourceRunner) commitList(ctx context.Context, cs *cpState) error {
 	if len(cs.pending) == 0 {
 		return nil
 	}
-	cs.conv = cs.conv[:0]
-	for _, c := range cs.pending {
-		cs.conv = append(cs.conv, connector.Commit{Partition: c.Partition, Position: c.Position})
-	}
 	t0 := time.Now()
-	err := s.src.Commit(ctx, cs.conv)
+	err := s.src.Commit(ctx, cs.pending)
 	s.rt.m.commitTime.WithLabelValues(s.spec.Name).Observe(time.Since(t0).Seconds())
 	if err != nil {
 		s.rt.m.commitErrors.WithLabelValues(s.spec.Name).Inc()
@@ -564,17 +578,19 @@ func (s *sourceRunner) commitList(ctx context.Context, cs *cpState) error {
 	return nil
 }
 
-// finalCommit commits a revoked partition's last watermark and forgets it.
-func (s *sourceRunner) finalCommit(ctx context.Context, p checkpoint.Partition) error {
+// finalCommit commits revoked partitions' last watermarks and forgets them.
+func (s *sourceRunner) finalCommit(ctx context.Context, ps []checkpoint.Partition) error {
 	var cs cpState
 	for _, c := range s.cp.Committable(nil) {
-		if c.Partition == p {
+		if slices.Contains(ps, c.Partition) {
 			cs.pending = append(cs.pending, c)
 		}
 	}
 	err := s.commitList(ctx, &cs)
-	s.cp.Forget(p)
-	s.forgetMetrics(p)
+	for _, p := range ps {
+		s.cp.Forget(p)
+		s.forgetMetrics(p)
+	}
 	return err
 }
 

@@ -42,9 +42,18 @@ func (h *host) Assign(name string, start checkpoint.Position) checkpoint.Partiti
 	h.iss.Assign(p, start)
 	return p
 }
-func (h *host) Revoke(ctx context.Context, p checkpoint.Partition) error { h.iss.Revoke(p); return nil }
-func (h *host) Lost(p checkpoint.Partition)                              { h.iss.Revoke(p) }
-func (h *host) Logger() *slog.Logger                                     { return slog.New(slog.DiscardHandler) }
+func (h *host) Revoke(ctx context.Context, ps ...checkpoint.Partition) error {
+	for _, p := range ps {
+		h.iss.Revoke(p)
+	}
+	return nil
+}
+func (h *host) Lost(ps ...checkpoint.Partition) {
+	for _, p := range ps {
+		h.iss.Revoke(p)
+	}
+}
+func (h *host) Logger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 type polled struct {
 	ref  checkpoint.AckRef
@@ -112,14 +121,12 @@ func TestSource(t *testing.T, h SourceHarness) {
 		}
 		hs.cp.Drain()
 		cs := hs.cp.Committable(nil)
-		var conv []connector.Commit
 		for _, c := range cs {
 			if c.Partition == p && c.Position != bs[1].end {
 				t.Fatalf("committable %d, want the end of B, %d", c.Position, bs[1].end)
 			}
-			conv = append(conv, connector.Commit{Partition: c.Partition, Position: c.Position})
 		}
-		if err := s.Commit(ctx, conv); err != nil {
+		if err := s.Commit(ctx, cs); err != nil {
 			t.Fatalf("Commit: %v", err)
 		}
 		if err := s.Close(ctx); err != nil {

@@ -57,11 +57,10 @@ func (g *gate) Abort(context.Context) error { return nil }
 func (g *gate) Close(context.Context) error { return nil }
 
 func init() {
-	connector.RegisterSink(connector.SinkType{
-		Name:      "cli_test_gate",
-		Doc:       "blocks writes until the test opens it",
-		NewConfig: func() any { return &struct{}{} },
-		Build: func(string, any) (connector.Sink, error) {
+	connector.RegisterSink(connector.SinkDef[struct{}]{
+		Name: "cli_test_gate",
+		Doc:  "blocks writes until the test opens it",
+		Build: func(string, *struct{}) (connector.Sink, error) {
 			return &gate{entered: gateEntered, release: gateRelease}, nil
 		},
 	})

@@ -5,6 +5,7 @@ package kafkatest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -94,9 +95,17 @@ func (h *Host) Assign(name string, start checkpoint.Position) checkpoint.Partiti
 	return id
 }
 
-// Revoke implements connector.Host: it commits the delivered position, if
-// any, through Source.Commit, then forgets the partition.
-func (h *Host) Revoke(ctx context.Context, p checkpoint.Partition) error {
+// Revoke implements connector.Host: for each partition it commits the
+// delivered position, if any, through Source.Commit, then forgets it.
+func (h *Host) Revoke(ctx context.Context, ps ...checkpoint.Partition) error {
+	var errs []error
+	for _, p := range ps {
+		errs = append(errs, h.revoke(ctx, p))
+	}
+	return errors.Join(errs...)
+}
+
+func (h *Host) revoke(ctx context.Context, p checkpoint.Partition) error {
 	h.mu.Lock()
 	pos, ok := h.delivered[p]
 	name := h.names[p]
@@ -120,12 +129,14 @@ func (h *Host) Revoke(ctx context.Context, p checkpoint.Partition) error {
 }
 
 // Lost implements connector.Host.
-func (h *Host) Lost(p checkpoint.Partition) {
+func (h *Host) Lost(ps ...checkpoint.Partition) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.owned, p)
-	delete(h.delivered, p)
-	h.calls = append(h.calls, Call{"lost", h.names[p], -1})
+	for _, p := range ps {
+		delete(h.owned, p)
+		delete(h.delivered, p)
+		h.calls = append(h.calls, Call{"lost", h.names[p], -1})
+	}
 	h.notifyLocked()
 }
 

@@ -132,15 +132,20 @@ func (h *recHost) Assign(name string, start checkpoint.Position) checkpoint.Part
 	return p
 }
 
-func (h *recHost) Revoke(ctx context.Context, p checkpoint.Partition) error {
-	name := h.r.name(p)
-	h.r.add(Event{"revoking", name, -1})
-	err := h.Host.Revoke(ctx, p)
-	h.r.add(Event{"revoked", name, -1})
+func (h *recHost) Revoke(ctx context.Context, ps ...checkpoint.Partition) error {
+	for _, p := range ps {
+		h.r.add(Event{"revoking", h.r.name(p), -1})
+	}
+	err := h.Host.Revoke(ctx, ps...)
+	for _, p := range ps {
+		h.r.add(Event{"revoked", h.r.name(p), -1})
+	}
 	return err
 }
 
-func (h *recHost) Lost(p checkpoint.Partition) {
-	h.Host.Lost(p)
-	h.r.add(Event{"lost", h.r.name(p), -1})
+func (h *recHost) Lost(ps ...checkpoint.Partition) {
+	h.Host.Lost(ps...)
+	for _, p := range ps {
+		h.r.add(Event{"lost", h.r.name(p), -1})
+	}
 }

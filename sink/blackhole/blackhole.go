@@ -4,7 +4,6 @@ package blackhole
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 
 	"github.com/weir-etl/weir/connector"
@@ -15,16 +14,10 @@ import (
 type Config struct{}
 
 func init() {
-	connector.RegisterSink(connector.SinkType{
-		Name:      "blackhole",
-		Doc:       "discards records, counting them",
-		NewConfig: func() any { return &Config{} },
-		Build: func(name string, cfg any) (connector.Sink, error) {
-			if _, ok := cfg.(*Config); !ok {
-				return nil, fmt.Errorf("blackhole: configuration is %T, not *blackhole.Config", cfg)
-			}
-			return New(), nil
-		},
+	connector.RegisterSink(connector.SinkDef[Config]{
+		Name:  "blackhole",
+		Doc:   "discards records, counting them",
+		Build: func(string, *Config) (connector.Sink, error) { return New(), nil },
 	})
 }
 

@@ -40,17 +40,11 @@ import (
 )
 
 func init() {
-	connector.RegisterSink(connector.SinkType{
-		Name:      "file",
-		Doc:       "writes NDJSON (gzip, zstd) or parquet chunk files, made visible atomically on flush",
-		NewConfig: func() any { return NewConfig() },
-		Build: func(name string, cfg any) (connector.Sink, error) {
-			c, ok := cfg.(*Config)
-			if !ok {
-				return nil, fmt.Errorf("sink/file: configuration is %T, want *file.Config", cfg)
-			}
-			return New(name, c)
-		},
+	connector.RegisterSink(connector.SinkDef[Config]{
+		Name:   "file",
+		Doc:    "writes NDJSON (gzip, zstd) or parquet chunk files, made visible atomically on flush",
+		Config: NewConfig,
+		Build:  func(name string, c *Config) (connector.Sink, error) { return New(name, c) },
 	})
 }
 

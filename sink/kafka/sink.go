@@ -491,16 +491,10 @@ func (s *Sink) Close(context.Context) error {
 var _ connector.Sealer = (*Sink)(nil)
 
 func init() {
-	connector.RegisterSink(connector.SinkType{
-		Name:      "kafka",
-		Doc:       "produce to Kafka with an idempotent, acks=all producer",
-		NewConfig: func() any { return NewConfig() },
-		Build: func(name string, cfg any) (connector.Sink, error) {
-			c, ok := cfg.(*Config)
-			if !ok {
-				return nil, fmt.Errorf("kafka: sink %s: configuration is %T, not *kafka.Config", name, cfg)
-			}
-			return New(name, c)
-		},
+	connector.RegisterSink(connector.SinkDef[Config]{
+		Name:   "kafka",
+		Doc:    "produce to Kafka with an idempotent, acks=all producer",
+		Config: NewConfig,
+		Build:  func(name string, c *Config) (connector.Sink, error) { return New(name, c) },
 	})
 }

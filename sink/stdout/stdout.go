@@ -21,16 +21,10 @@ import (
 type Config struct{}
 
 func init() {
-	connector.RegisterSink(connector.SinkType{
-		Name:      "stdout",
-		Doc:       "writes record values as lines to standard output",
-		NewConfig: func() any { return &Config{} },
-		Build: func(name string, cfg any) (connector.Sink, error) {
-			if _, ok := cfg.(*Config); !ok {
-				return nil, fmt.Errorf("stdout: configuration is %T, not *stdout.Config", cfg)
-			}
-			return New(os.Stdout), nil
-		},
+	connector.RegisterSink(connector.SinkDef[Config]{
+		Name:  "stdout",
+		Doc:   "writes record values as lines to standard output",
+		Build: func(string, *Config) (connector.Sink, error) { return New(os.Stdout), nil },
 	})
 }
 

@@ -36,12 +36,14 @@ func (h *testHost) Assign(name string, start checkpoint.Position) checkpoint.Par
 	return h.next
 }
 
-func (h *testHost) Revoke(ctx context.Context, p checkpoint.Partition) error {
-	h.revoked = append(h.revoked, h.names[p])
+func (h *testHost) Revoke(ctx context.Context, ps ...checkpoint.Partition) error {
+	for _, p := range ps {
+		h.revoked = append(h.revoked, h.names[p])
+	}
 	return nil
 }
 
-func (h *testHost) Lost(p checkpoint.Partition) {}
+func (h *testHost) Lost(...checkpoint.Partition) {}
 
 func (h *testHost) Logger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 

@@ -28,17 +28,11 @@ import (
 )
 
 func init() {
-	connector.RegisterSource(connector.SourceType{
-		Name:      "file",
-		Doc:       "reads NDJSON, lines or CSV from files and globs, once or tailing",
-		NewConfig: func() any { return NewConfig() },
-		Build: func(name string, cfg any) (connector.Source, error) {
-			c, ok := cfg.(*Config)
-			if !ok {
-				return nil, fmt.Errorf("source/file: configuration is %T, want *file.Config", cfg)
-			}
-			return New(name, c)
-		},
+	connector.RegisterSource(connector.SourceDef[Config]{
+		Name:   "file",
+		Doc:    "reads NDJSON, lines or CSV from files and globs, once or tailing",
+		Config: NewConfig,
+		Build:  func(name string, c *Config) (connector.Source, error) { return New(name, c) },
 	})
 }
 

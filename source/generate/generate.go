@@ -91,17 +91,11 @@ func (o *Offsets) set(name string, p checkpoint.Position) {
 }
 
 func init() {
-	connector.RegisterSource(connector.SourceType{
-		Name:      "generate",
-		Doc:       "generates records from a JSON template, for demonstrations and load tests",
-		NewConfig: func() any { return NewConfig() },
-		Build: func(name string, cfg any) (connector.Source, error) {
-			c, ok := cfg.(*Config)
-			if !ok {
-				return nil, fmt.Errorf("generate: configuration is %T, not *generate.Config", cfg)
-			}
-			return New(name, *c)
-		},
+	connector.RegisterSource(connector.SourceDef[Config]{
+		Name:   "generate",
+		Doc:    "generates records from a JSON template, for demonstrations and load tests",
+		Config: NewConfig,
+		Build:  func(name string, c *Config) (connector.Source, error) { return New(name, *c) },
 	})
 }
 
