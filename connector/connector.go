@@ -79,6 +79,17 @@ type Host interface {
 	// Lost forgets partitions at once, committing nothing (the source no
 	// longer owns them, e.g. a Kafka session expired).
 	Lost(ps ...Partition)
+	// Skip counts input the source passed over on purpose, by the user's
+	// configuration: a line longer than the limit with on_invalid: skip, a
+	// malformed CSV row. It is in no batch, and positions are committed past
+	// it; the run summary and weir_source_skipped_records_total{reason} say
+	// how much. reason is a short stable word ("too_long", "bad_row").
+	Skip(reason string, records int64)
+	// Unread counts input that will never be read: the bytes of a file that
+	// was gone before it was read to its end. The run summary and
+	// weir_source_unread_bytes_total{reason} report it, and a run that ends
+	// with unread input exits with its own code (see docs/runtime.md).
+	Unread(reason string, bytes int64)
 	// Logger returns the source's logger.
 	Logger() *slog.Logger
 }

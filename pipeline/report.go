@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"fmt"
+	"maps"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -30,6 +32,22 @@ type SourceReport struct {
 	// bytes of input known safe; for Kafka, offsets).
 	Partitions int
 	Committed  int64
+	// Skipped is the records the source passed over on purpose (see
+	// connector.Host.Skip), by reason; Unread the bytes it will never read
+	// (connector.Host.Unread), by reason. Both are nil when there were none.
+	Skipped map[string]int64
+	Unread  map[string]int64
+}
+
+// UnreadBytes returns the bytes of input left unread by every source.
+func (r *Report) UnreadBytes() int64 {
+	var n int64
+	for _, s := range r.Sources {
+		for _, b := range s.Unread {
+			n += b
+		}
+	}
+	return n
 }
 
 // TransformReport is one transform's part of a Report.
@@ -93,8 +111,9 @@ func kindOf(ts *compiledTransform) string {
 func (rt *runtime) report(start time.Time) *Report {
 	r := &Report{Elapsed: time.Since(start)}
 	for _, s := range rt.sources {
+		skipped, unread := s.skips.snapshot()
 		r.Sources = append(r.Sources, SourceReport{Name: s.spec.Name, Read: s.read,
-			Partitions: s.finalParts, Committed: s.finalPos})
+			Partitions: s.finalParts, Committed: s.finalPos, Skipped: skipped, Unread: unread})
 	}
 	for i := range rt.g.transforms {
 		ct := &rt.g.transforms[i]
@@ -148,4 +167,27 @@ func (r *Report) String() string {
 	}
 	tw.Flush()
 	return b.String()
+}
+
+// skipCounts is what a source reported through Host.Skip and Host.Unread. It
+// changes rarely (per skipped line, per file gone), so a mutex is enough.
+type skipCounts struct {
+	mu      sync.Mutex
+	skipped map[string]int64 // records, by reason
+	unread  map[string]int64 // bytes, by reason
+}
+
+func (c *skipCounts) add(m *map[string]int64, reason string, n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if *m == nil {
+		*m = map[string]int64{}
+	}
+	(*m)[reason] += n
+}
+
+func (c *skipCounts) snapshot() (skipped, unread map[string]int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.skipped), maps.Clone(c.unread)
 }

@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -38,7 +39,7 @@ func TestReportSummarisesTheRun(t *testing.T) {
 	if rep == nil {
 		t.Fatal("WithReport's function was not called")
 	}
-	if len(rep.Sources) != 1 || rep.Sources[0] != (pipeline.SourceReport{Name: "gen", Read: n, Partitions: 2, Committed: n}) {
+	if len(rep.Sources) != 1 || !reflect.DeepEqual(rep.Sources[0], pipeline.SourceReport{Name: "gen", Read: n, Partitions: 2, Committed: n}) {
 		t.Fatalf("sources: %+v; want gen, %d read, 2 partitions committed at %d in total", rep.Sources, n, n)
 	}
 	tr := rep.Transforms

@@ -71,6 +71,7 @@ type sourceRunner struct {
 	read       int64
 	finalParts int
 	finalPos   int64
+	skips      skipCounts
 }
 
 // pauseHook, when set (by tests, before Run), is called each time a poller
@@ -202,6 +203,18 @@ func (s *sourceRunner) Lost(ps ...checkpoint.Partition) {
 		s.iss.Revoke(p)
 	}
 	_ = s.hostRequest(context.Background(), hostReq{ps: slices.Clone(ps), lost: true})
+}
+
+// Skip implements connector.Host.
+func (s *sourceRunner) Skip(reason string, records int64) {
+	s.skips.add(&s.skips.skipped, reason, records)
+	s.rt.m.skipped.WithLabelValues(s.spec.Name, reason).Add(float64(records))
+}
+
+// Unread implements connector.Host.
+func (s *sourceRunner) Unread(reason string, bytes int64) {
+	s.skips.add(&s.skips.unread, reason, bytes)
+	s.rt.m.unread.WithLabelValues(s.spec.Name, reason).Add(float64(bytes))
 }
 
 // Logger implements connector.Host.

@@ -48,6 +48,8 @@ func (h *host) Revoke(ctx context.Context, ps ...checkpoint.Partition) error {
 	}
 	return nil
 }
+func (h *host) Skip(string, int64)   {}
+func (h *host) Unread(string, int64) {}
 func (h *host) Lost(ps ...checkpoint.Partition) {
 	for _, p := range ps {
 		h.iss.Revoke(p)

@@ -140,6 +140,12 @@ func (h *Host) Lost(ps ...checkpoint.Partition) {
 	h.notifyLocked()
 }
 
+// Skip implements connector.Host; the Kafka source never skips.
+func (h *Host) Skip(string, int64) {}
+
+// Unread implements connector.Host; the Kafka source never leaves input unread.
+func (h *Host) Unread(string, int64) {}
+
 // Logger implements connector.Host; it discards unless WEIR_TEST_LOG is set.
 func (h *Host) Logger() *slog.Logger {
 	if os.Getenv("WEIR_TEST_LOG") != "" {

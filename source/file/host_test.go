@@ -23,6 +23,8 @@ type testHost struct {
 	names   map[checkpoint.Partition]string
 	starts  map[checkpoint.Partition]checkpoint.Position
 	revoked []string
+	skipped int64
+	unread  int64
 }
 
 func newHost() *testHost {
@@ -44,6 +46,10 @@ func (h *testHost) Revoke(ctx context.Context, ps ...checkpoint.Partition) error
 }
 
 func (h *testHost) Lost(...checkpoint.Partition) {}
+
+func (h *testHost) Skip(reason string, n int64) { h.skipped += n }
+
+func (h *testHost) Unread(reason string, n int64) { h.unread += n }
 
 func (h *testHost) Logger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
