@@ -17,6 +17,7 @@ type words struct {
 	list      []string
 	next      int
 	committed checkpoint.Position
+	noOffsets bool // break the rule (a test's)
 }
 
 func (w *words) Open(ctx context.Context, h connector.Host) error {
@@ -28,7 +29,11 @@ func (w *words) Poll(ctx context.Context, b *connector.Batch) error {
 	if w.next == len(w.list) {
 		return connector.ErrEndOfInput
 	}
-	b.Records = append(b.Records, record.New([]byte(w.list[w.next])))
+	r := record.New([]byte(w.list[w.next]))
+	if !w.noOffsets {
+		r.Origin.Offset = int64(w.next) // every record carries its own position
+	}
+	b.Records = append(b.Records, r)
 	w.next++
 	b.Partition, b.End = 0, checkpoint.Position(w.next)
 	return nil

@@ -57,6 +57,7 @@ type runtime struct {
 	now func() time.Time
 
 	sources []*sourceRunner
+	byName  map[string]*sourceRunner
 	sinks   []*sinkRunner
 	workers []*worker
 	chunks  chunkList // record slices for chunks, shared by workers and sinks
@@ -149,7 +150,7 @@ func (rt *runtime) run(ctx context.Context) error {
 	for i, sk := range rt.g.sinks {
 		rt.sinks[i] = &sinkRunner{rt: rt, idx: i, spec: sk, in: make(chan chunk, 4), log: rt.log.With("sink", sk.Name),
 			mRecordsIn: rt.m.recordsIn.WithLabelValues(sk.Name), mRecordsOut: rt.m.recordsOut.WithLabelValues(sk.Name),
-			mFlushTime: rt.m.flushTime.WithLabelValues(sk.Name)}
+			mFlushTime: rt.m.flushTime.WithLabelValues(sk.Name), mSkipped: rt.m.sinkSkipped.WithLabelValues(sk.Name)}
 	}
 	for i, d := range rt.g.deadLetter {
 		if d >= 0 {
@@ -165,8 +166,10 @@ func (rt *runtime) run(ctx context.Context) error {
 		}
 	}
 	rt.stallBy = make([][]Stall, len(sp.Sources))
+	rt.byName = map[string]*sourceRunner{}
 	for i, ss := range sp.Sources {
 		rt.sources = append(rt.sources, newSourceRunner(rt, i, ss))
+		rt.byName[ss.Name] = rt.sources[i]
 	}
 	rt.workers = make([]*worker, goruntime.GOMAXPROCS(0))
 	for i := range rt.workers {
@@ -284,11 +287,14 @@ func (rt *runtime) run(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// sourceNamed returns the source called name, or nil.
+func (rt *runtime) sourceNamed(name string) *sourceRunner { return rt.byName[name] }
+
 // dispatch hands a batch to the worker of its partition.
-func (rt *runtime) dispatch(ctx context.Context, s *sourceRunner, b *connector.Batch) bool {
+func (rt *runtime) dispatch(ctx context.Context, s *sourceRunner, b *connector.Batch, gen uint64) bool {
 	w := rt.workerOf(s, b.Partition)
 	select {
-	case w.in <- work{src: s, batch: b}:
+	case w.in <- work{src: s, batch: b, gen: gen}:
 		return true
 	case <-ctx.Done():
 		for i := range b.Records {

@@ -86,15 +86,40 @@ type sinkRunner struct {
 	out       int               // groups sent and not yet back
 	spare     []*sealedGroup    // groups back, for reuse with their slices
 	pset      checkpoint.AckSet // the persister's
+	// round counts the recoveries from a failed Seal or Persist. For a
+	// PositionKeeper the persister persists nothing more of the round in
+	// which a Persist failed: groups become durable strictly in sealing
+	// order, so a stored position never passes a group that is not durable.
+	round uint64
+
+	// Per-sink progress (sinkprogress.go): by source index, then partition.
+	// entries are the current group's accepted chunks, kept the positions
+	// given with it to a PositionKeeper (nil otherwise).
+	prog     [][]*partProgress
+	entries  []progressEntry
+	kept     []keptPosition
+	keeper   connector.PositionKeeper
+	gpos     []connector.GroupPosition
+	stamp    uint64
+	skipped  atomic.Int64
+	mSkipped prometheus.Counter
 }
+
+// errEarlierGroupFailed is the outcome of a sealed group that a
+// PositionKeeper's persister did not persist because a group sealed before
+// it failed.
+var errEarlierGroupFailed = errors.New("pipeline: not persisted: a group sealed before it failed")
 
 // sealedGroup is a group sealed and handed to the persister.
 type sealedGroup struct {
-	recs   []record.Record // keeping their references until the outcome; acknowledged and cleared by the persister
-	held   []checkpoint.BatchID
-	sg     connector.SealedGroup
-	sealed time.Time
-	err    error // Persist's
+	recs    []record.Record // keeping their references until the outcome; acknowledged and cleared by the persister
+	held    []checkpoint.BatchID
+	entries []progressEntry
+	kept    []keptPosition
+	round   uint64
+	sg      connector.SealedGroup
+	sealed  time.Time
+	err     error // Persist's
 }
 
 func (s *sinkRunner) run(ctx context.Context) {
@@ -107,6 +132,9 @@ func (s *sinkRunner) run(ctx context.Context) {
 		lingerC = t
 	}
 	defer s.linger.Stop()
+	if k, ok := s.spec.Sink.(connector.PositionKeeper); ok && s.spec.Acknowledgements {
+		s.keeper = k
+	}
 	if sl, ok := s.spec.Sink.(connector.Sealer); ok {
 		s.sealer = sl
 		s.toPersist = make(chan *sealedGroup, s.spec.Batch.Overlap)
@@ -148,8 +176,16 @@ func (s *sinkRunner) run(ctx context.Context) {
 // time on it; a failed one goes back whole.
 func (s *sinkRunner) persist(ctx context.Context, done chan<- struct{}) {
 	defer close(done)
+	stopped, stopRound := false, uint64(0)
 	for g := range s.toPersist {
-		g.err = g.sg.Persist(ctx)
+		if stopped && g.round == stopRound {
+			g.err = errEarlierGroupFailed
+		} else {
+			g.err = g.sg.Persist(ctx)
+			if g.err != nil && s.keeper != nil {
+				stopped, stopRound = true, g.round
+			}
+		}
 		if g.err != nil {
 			if err := g.sg.Discard(ctx); err != nil {
 				s.log.Warn("discarding a group whose persist failed", "err", err)
@@ -213,12 +249,20 @@ func (s *sinkRunner) handle(ctx context.Context, c chunk) {
 			recs[i].Ack.Release(checkpoint.Delivered)
 		}
 	}
+	if c.src != nil && s.spec.Acknowledgements && len(recs) > 0 && !s.halted && ctx.Err() == nil {
+		var pp *partProgress
+		pp, recs = s.progressOf(ctx, &c, recs)
+		if len(recs) > 0 {
+			s.entries = append(s.entries, pp.accept(checkpoint.Position(recs[0].Origin.Offset), c.end))
+		}
+	}
 	if s.halted || ctx.Err() != nil {
 		// After a halt nothing more is written; after the shutdown deadline
 		// nothing more can be. Either way these records are not delivered.
 		s.failed += int64(len(recs))
 		s.fail(recs, checkpoint.Failed)
-	} else {
+		s.failEntries()
+	} else if len(recs) > 0 {
 		s.write(ctx, recs)
 	}
 	s.rt.chunks.put(c.recs)
@@ -291,6 +335,7 @@ func (s *sinkRunner) flush(ctx context.Context) {
 		return
 	}
 	start := time.Now()
+	s.kept = s.givePositions(s.entries, s.kept)
 	if err := s.spec.Sink.Flush(ctx); err != nil {
 		s.retry(ctx, err)
 		return
@@ -300,8 +345,18 @@ func (s *sinkRunner) flush(ctx context.Context) {
 }
 
 func (s *sinkRunner) ackGroup() {
+	resolveEntries(s.entries, entryDone)
+	noteStored(s.kept)
 	s.ack(&s.set, s.group)
 	s.resetGroup()
+}
+
+// failEntries resolves the current group's entries as failed: its records
+// are not in the sink and come again with the replay.
+func (s *sinkRunner) failEntries() {
+	resolveEntries(s.entries, entryFailed)
+	clear(s.entries)
+	s.entries = s.entries[:0]
 }
 
 // ack acknowledges recs, which the sink has made durable, through set.
@@ -328,19 +383,22 @@ func (s *sinkRunner) seal(ctx context.Context) {
 		}
 	}
 	start := time.Now()
-	sg, err := s.sealer.Seal(ctx)
-	if err != nil {
-		s.recover(ctx, nil, err)
-		return
-	}
 	var g *sealedGroup
 	if n := len(s.spare); n > 0 {
 		g, s.spare = s.spare[n-1], s.spare[:n-1]
 	} else {
 		g = &sealedGroup{}
 	}
-	g.sg, g.sealed, g.err = sg, start, nil
+	g.kept = s.givePositions(s.entries, g.kept)
+	sg, err := s.sealer.Seal(ctx)
+	if err != nil {
+		s.reuse(g)
+		s.recover(ctx, nil, err)
+		return
+	}
+	g.sg, g.sealed, g.err, g.round = sg, start, nil, s.round
 	g.recs, s.group = s.group, g.recs[:0]
+	g.entries, s.entries = s.entries, g.entries[:0]
 	s.heldMu.Lock()
 	g.held, s.held = s.held, g.held[:0]
 	s.sealed = append(s.sealed, g)
@@ -356,6 +414,10 @@ func (s *sinkRunner) back() *sealedGroup { return s.returned(<-s.persisted) }
 // returned notes that g came back from the persister.
 func (s *sinkRunner) returned(g *sealedGroup) *sealedGroup {
 	s.out--
+	if g.err == nil {
+		resolveEntries(g.entries, entryDone)
+		noteStored(g.kept)
+	}
 	s.heldMu.Lock()
 	if i := slices.Index(s.sealed, g); i >= 0 {
 		s.sealed = slices.Delete(s.sealed, i, i+1)
@@ -376,7 +438,9 @@ func (s *sinkRunner) settle(ctx context.Context, g *sealedGroup) {
 
 func (s *sinkRunner) reuse(g *sealedGroup) {
 	clear(g.recs)
-	g.recs, g.held = g.recs[:0], g.held[:0]
+	clear(g.entries)
+	clear(g.kept)
+	g.recs, g.held, g.entries, g.kept = g.recs[:0], g.held[:0], g.entries[:0], g.kept[:0]
 	s.spare = append(s.spare, g)
 }
 
@@ -400,17 +464,22 @@ func (s *sinkRunner) recover(ctx context.Context, failed *sealedGroup, err error
 		}
 		back = append(back, g)
 	}
+	s.round++
 	if len(back) > 0 {
 		var recs []record.Record
+		var entries []progressEntry
 		s.heldMu.Lock()
 		for _, g := range back {
 			recs = append(recs, g.recs...)
+			entries = append(entries, g.entries...)
 			s.held = append(s.held, g.held...)
 		}
 		s.heldMu.Unlock()
 		recs = append(recs, s.group...)
+		entries = append(entries, s.entries...)
 		clear(s.group)
 		s.group = recs // groupBytes stays stale: retry resets the group whatever its outcome
+		s.entries = entries
 		for _, g := range back {
 			s.reuse(g)
 		}
@@ -422,6 +491,8 @@ func (s *sinkRunner) resetGroup() {
 	clear(s.group)
 	s.group = s.group[:0]
 	s.groupBytes = 0
+	clear(s.entries)
+	s.entries = s.entries[:0]
 	s.heldMu.Lock()
 	s.held = s.held[:0]
 	s.heldMu.Unlock()
@@ -438,6 +509,7 @@ func (s *sinkRunner) resetGroup() {
 
 // failGroup resolves every record of the group with st, without the policy.
 func (s *sinkRunner) failGroup(st checkpoint.AckStatus) {
+	resolveEntries(s.entries, entryFailed)
 	s.failed += int64(len(s.group))
 	s.fail(s.group, st)
 	s.resetGroup()
@@ -477,19 +549,24 @@ func (s *sinkRunner) retry(ctx context.Context, err error) {
 		}
 		backoff = min(backoff*2, r.MaxBackoff)
 		if err = s.rewrite(ctx); err == nil {
+			s.kept = s.givePositions(s.entries, s.kept)
 			if err = s.spec.Sink.Flush(ctx); err == nil {
 				s.ackGroup()
 				return
 			}
 		}
 		if len(s.group) == 0 {
-			s.resetGroup() // every record was rejected and resolved alone
+			// Every record was rejected and resolved alone; the holds keep
+			// them from being skipped.
+			resolveEntries(s.entries, entryDone)
+			s.resetGroup()
 			return
 		}
 	}
 	s.log.Error("write failed; giving up", "records", len(s.group), "policy", s.spec.OnFailure.String(), "err", err)
 	recs := s.group
 	s.group = nil // policy may keep the slice (dead letters copy it first)
+	resolveEntries(s.entries, entryFailed)
 	s.policy(ctx, recs, checkpoint.Failed, err)
 	clear(recs)
 	s.group = recs[:0]
@@ -527,6 +604,7 @@ func (s *sinkRunner) policy(ctx context.Context, recs []record.Record, st checkp
 	if st == checkpoint.Rejected {
 		s.rt.m.rejected.WithLabelValues(s.spec.Name).Add(float64(len(recs)))
 		for i := range recs {
+			s.holdRejected(&recs[i])
 			if !recs[i].Ack.IsZero() {
 				s.rt.noteReject(&rejection{component: "sink " + s.spec.Name, origin: recs[i].Origin, batch: recs[i].Ack.Batch(), err: err})
 			}

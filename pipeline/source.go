@@ -30,6 +30,19 @@ type sourceRunner struct {
 	namesMu sync.Mutex
 	names   []string // partition names by id
 	byName  map[string]checkpoint.Partition
+	// gens counts the assignments of each partition (Host.Assign, not a
+	// rewind): a sink's progress in a partition belongs to one assignment,
+	// since another process may have written the partition in between.
+	gens []uint64
+	// starts is where each partition's next batch begins: the Assign's
+	// start, a rewind's watermark, or the last batch's end (poller only,
+	// besides Assign).
+	starts []checkpoint.Position
+
+	// committedPos is every partition's last committed position, published
+	// by the checkpointer goroutine for the sinks (see partProgress.holds).
+	committedMu  sync.RWMutex
+	committedPos []checkpoint.Position
 
 	// In-flight accounting. The poller adds when it issues a batch; the
 	// checkpointer goroutine subtracts when Drain reports the batch resolved,
@@ -132,7 +145,11 @@ func (s *sourceRunner) Assign(name string, start checkpoint.Position) checkpoint
 		p = checkpoint.Partition(len(s.names))
 		s.byName[name] = p
 		s.names = append(s.names, name)
+		s.gens = append(s.gens, 0)
+		s.starts = append(s.starts, 0)
 	}
+	s.gens[p]++
+	s.starts[p] = start
 	s.namesMu.Unlock()
 	s.iss.Assign(p, start)
 	return p
@@ -238,12 +255,41 @@ func (s *sourceRunner) hostRequest(ctx context.Context, r hostReq) error {
 }
 
 func (s *sourceRunner) partName(p checkpoint.Partition) string {
+	name, _ := s.partInfo(p)
+	return name
+}
+
+// partInfo returns a partition's name and assignment generation.
+func (s *sourceRunner) partInfo(p checkpoint.Partition) (string, uint64) {
 	s.namesMu.Lock()
 	defer s.namesMu.Unlock()
 	if int(p) < len(s.names) {
-		return s.names[p]
+		return s.names[p], s.gens[p]
 	}
-	return fmt.Sprint(p)
+	return fmt.Sprint(p), 0
+}
+
+// committedOf returns p's last committed position, or -1 if none is known.
+func (s *sourceRunner) committedOf(p checkpoint.Partition) checkpoint.Position {
+	s.committedMu.RLock()
+	defer s.committedMu.RUnlock()
+	if int(p) < len(s.committedPos) {
+		return s.committedPos[p]
+	}
+	return -1
+}
+
+// publishCommitted makes the committed positions of states visible to the
+// sinks.
+func (s *sourceRunner) publishCommitted(states []checkpoint.PartitionState) {
+	s.committedMu.Lock()
+	defer s.committedMu.Unlock()
+	for _, ps := range states {
+		for int(ps.Partition) >= len(s.committedPos) {
+			s.committedPos = append(s.committedPos, -1)
+		}
+		s.committedPos[ps.Partition] = ps.Committed
+	}
 }
 
 func (s *sourceRunner) putBatch(b *connector.Batch) {
@@ -319,19 +365,51 @@ func (s *sourceRunner) poll(pollCtx, hardCtx context.Context) {
 			s.rt.fail(fmt.Errorf("pipeline: source %s: poll returned a batch of partition %d, which it never assigned (call Host.Assign first)", s.spec.Name, b.Partition))
 			return
 		}
-		s.issue(b)
-		if !s.rt.dispatch(hardCtx, s, b) {
+		if err := s.checkPositions(b); err != nil {
+			s.putBatch(b)
+			s.rt.fail(err)
+			return
+		}
+		gen := s.issue(b)
+		if !s.rt.dispatch(hardCtx, s, b, gen) {
 			return
 		}
 	}
 }
 
+// checkPositions checks that b's records carry their own positions: offsets
+// from where the batch begins, in order, below its end. Everything that
+// skips records a sink already holds relies on it (see sinkprogress.go), so
+// a source that breaks the rule stops the run at once, rather than have its
+// records skipped wrongly.
+func (s *sourceRunner) checkPositions(b *connector.Batch) error {
+	s.namesMu.Lock()
+	defer s.namesMu.Unlock()
+	start := s.starts[b.Partition]
+	if b.End < start {
+		return fmt.Errorf("pipeline: source %s: partition %s: a batch ends at %d, before where it begins (%d): positions must not go back (see connector.Position)",
+			s.spec.Name, s.names[b.Partition], b.End, start)
+	}
+	last := start
+	for i := range b.Records {
+		off := checkpoint.Position(b.Records[i].Origin.Offset)
+		if off < last || off >= b.End {
+			return fmt.Errorf("pipeline: source %s: partition %s: record %d of a batch has offset %d, outside the batch's positions [%d, %d) or before the record ahead of it: set each record's Origin.Offset to its own position (see connector.Position)",
+				s.spec.Name, s.names[b.Partition], i, off, start, b.End)
+		}
+		last = off
+	}
+	s.starts[b.Partition] = b.End
+	return nil
+}
+
 // issue gives b's records their references: one AckRef per batch, a clone per
-// record, the first reference to the last record.
-func (s *sourceRunner) issue(b *connector.Batch) {
+// record, the first reference to the last record. It returns the partition's
+// assignment generation.
+func (s *sourceRunner) issue(b *connector.Batch) uint64 {
 	ref := s.iss.Issue(b.Partition, b.End)
 	var bytes int64
-	name := s.partName(b.Partition)
+	name, gen := s.partInfo(b.Partition)
 	for i := range b.Records {
 		r := &b.Records[i]
 		bytes += int64(r.Size())
@@ -356,12 +434,13 @@ func (s *sourceRunner) issue(b *connector.Batch) {
 	n := len(b.Records)
 	if n == 0 {
 		ref.Release(checkpoint.Delivered)
-		return
+		return gen
 	}
 	for i := range n - 1 {
 		b.Records[i].Ack = ref.Clone()
 	}
 	b.Records[n-1].Ack = ref
+	return gen
 }
 
 // doRewinds seeks every partition the checkpointer asked to replay back to
@@ -393,6 +472,9 @@ func (s *sourceRunner) doRewinds(pollCtx, ctx context.Context) error {
 			return fmt.Errorf("pipeline: source %s: seek partition %s to %d for a rewind: %w", s.spec.Name, s.partName(r.p), r.pos, err)
 		}
 		s.iss.Assign(r.p, r.pos)
+		s.namesMu.Lock()
+		s.starts[r.p] = r.pos
+		s.namesMu.Unlock()
 		s.eof.Store(false)
 		s.rt.m.rewinds.WithLabelValues(s.spec.Name).Inc()
 		s.log.Info("partition rewound to its watermark", "partition", s.partName(r.p), "position", r.pos)
@@ -562,6 +644,7 @@ func (s *sourceRunner) commit(ctx context.Context, cs *cpState) {
 	cs.pending = s.cp.Committable(cs.pending[:0])
 	s.commitList(ctx, cs)
 	cs.states = s.cp.States(cs.states[:0])
+	s.publishCommitted(cs.states)
 	s.rt.noteCommitted(s, cs.states)
 	for _, ps := range cs.states {
 		name := s.partName(ps.Partition)

@@ -12,13 +12,20 @@ import (
 type work struct {
 	src   *sourceRunner
 	batch *connector.Batch
+	gen   uint64 // the partition's assignment when the batch was issued
 	flush bool
 }
 
 // chunk is what a worker hands a sink: records of one poll batch routed to it.
 // The sink returns recs to the runtime's chunk list when done with the slice.
+// src, part, end and gen say which batch (see sinkprogress.go); src is nil
+// for a chunk of dead letters a sink sends its dead letter sink.
 type chunk struct {
 	recs  *[]record.Record
+	src   *sourceRunner
+	part  checkpoint.Partition
+	end   checkpoint.Position
+	gen   uint64
 	flush bool
 }
 
@@ -61,11 +68,12 @@ func (w *worker) run() {
 			}
 			continue
 		}
-		w.batch(wk.src, wk.batch)
+		w.batch(wk.src, wk.batch, wk.gen)
 	}
 }
 
-func (w *worker) batch(src *sourceRunner, b *connector.Batch) {
+func (w *worker) batch(src *sourceRunner, b *connector.Batch, gen uint64) {
+	part, end := b.Partition, b.End
 	outs := w.rt.g.sourceOut[src.idx]
 	if len(outs) == 1 && outs[0].sink && len(b.Records) > 0 {
 		// The whole batch goes to one sink as it is: the chunk takes the
@@ -85,7 +93,7 @@ func (w *worker) batch(src *sourceRunner, b *connector.Batch) {
 			continue
 		}
 		w.out[i] = nil
-		w.rt.sinks[i].in <- chunk{recs: p}
+		w.rt.sinks[i].in <- chunk{recs: p, src: src, part: part, end: end, gen: gen}
 	}
 	for i := range w.trIn {
 		if w.trIn[i] > 0 {
