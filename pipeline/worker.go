@@ -1,6 +1,9 @@
 package pipeline
 
 import (
+	"context"
+	"slices"
+
 	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/record"
@@ -240,5 +243,64 @@ func (w *worker) reject(i int, rec *record.Record, ref checkpoint.AckRef, err er
 	default:
 		w.rt.noteReject(&rejection{component: ct.name, origin: rec.Origin, batch: ref.Batch(), err: err})
 		ref.Release(checkpoint.Rejected)
+	}
+}
+
+// dispatch hands a batch to the worker of its partition.
+func (rt *runtime) dispatch(ctx context.Context, s *sourceRunner, b *connector.Batch, gen uint64) bool {
+	w := rt.workerOf(s, b.Partition)
+	select {
+	case w.in <- work{src: s, batch: b, gen: gen}:
+		return true
+	case <-ctx.Done():
+		for i := range b.Records {
+			b.Records[i].Ack.Release(checkpoint.Failed)
+		}
+		s.putBatch(b)
+		return false
+	}
+}
+
+// workerOf returns the worker that every batch of s's partition p goes through.
+func (rt *runtime) workerOf(s *sourceRunner, p checkpoint.Partition) *worker {
+	return rt.workers[(s.idx*31+int(p))%len(rt.workers)]
+}
+
+// flushSinks asks every sink to flush now, behind every batch already sent:
+// a source reached its end, and nothing more is coming soon.
+func (rt *runtime) flushSinks(_ *sourceRunner) {
+	for _, w := range rt.workers {
+		w.in <- work{flush: true}
+	}
+}
+
+// flushPartitions asks every sink to flush now, behind every batch of s's
+// partitions ps already sent: they are being revoked, and their final
+// watermarks should not wait for the sinks' MaxAge. Only the workers of ps
+// need the request, since every batch of a partition went through its worker;
+// each gets one request however many of ps it serves.
+//
+// After shutdown closed the workers' inputs it does nothing: the sinks flush
+// their last groups on their own then. A request blocked on a busy worker
+// holds the closing back until ctx is done, which happens when polling
+// stops (see hostCtx), so the closing waits at most for that.
+func (rt *runtime) flushPartitions(ctx context.Context, s *sourceRunner, ps []checkpoint.Partition) {
+	rt.inMu.RLock()
+	defer rt.inMu.RUnlock()
+	if rt.inClosed {
+		return
+	}
+	var sent []*worker
+	for _, p := range ps {
+		w := rt.workerOf(s, p)
+		if slices.Contains(sent, w) {
+			continue
+		}
+		sent = append(sent, w)
+		select {
+		case w.in <- work{flush: true}:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
