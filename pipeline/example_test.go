@@ -78,7 +78,7 @@ func ExampleRun() {
 	src := &words{list: []string{"weir", "holds", "the", "level"}}
 	spec := &pipeline.Spec{
 		Sources: []pipeline.SourceSpec{{Name: "words", Source: src}},
-		Sinks:   []pipeline.SinkSpec{{Name: "print", Inputs: []string{"words"}, Sink: &printer{}, Acknowledgements: true}},
+		Sinks:   []pipeline.SinkSpec{{Name: "print", Inputs: []string{"words"}, Sink: &printer{}}},
 		Metrics: pipeline.MetricsSettings{Address: "off"},
 	}
 	if err := pipeline.Run(context.Background(), spec, pipeline.WithLogger(slog.New(slog.DiscardHandler))); err != nil {

@@ -287,7 +287,7 @@ func (g *graph) planRejects() {
 		acking, halt := 0, false
 		for k, ok := range reach {
 			sk := &g.sinks[k]
-			if !ok || !sk.Acknowledgements {
+			if !ok || sk.NoAcknowledgements {
 				continue
 			}
 			acking++

@@ -134,7 +134,7 @@ func (s *sinkRunner) policy(ctx context.Context, recs []record.Record, st checkp
 		s.rt.fail(he)
 		s.fail(recs, st)
 	default: // Rewind: the checkpointer sees the partition blocked and replays it.
-		if !s.spec.Acknowledgements {
+		if s.spec.NoAcknowledgements {
 			s.log.Error("records dropped: the sink does not hold the watermark (acknowledgements off)", "records", len(recs), "err", err)
 		}
 		s.fail(recs, st)

@@ -40,7 +40,6 @@ func fastSpec(src connector.Source, sinks ...pipeline.SinkSpec) *pipeline.Spec {
 			sinks[i].Batch.MaxAge = 5 * time.Millisecond
 		}
 		sinks[i].Retry = pipeline.RetrySettings{MaxAttempts: 2, InitialBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}
-		sinks[i].Acknowledgements = true
 	}
 	return &pipeline.Spec{
 		Sources:    []pipeline.SourceSpec{{Name: "gen", Source: src}},
@@ -370,5 +369,57 @@ func TestInvalidSpecNamesTheField(t *testing.T) {
 	err := pipeline.Run(context.Background(), sp, quiet)
 	if !errors.Is(err, pipeline.ErrSpec) || !strings.Contains(err.Error(), `sink "out": input "nope"`) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// flushGate holds every Flush until the test opens its gate.
+type flushGate struct {
+	conformance.MemSink
+	gate chan struct{}
+}
+
+func (g *flushGate) Flush(ctx context.Context) error {
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return g.MemSink.Flush(ctx)
+}
+
+// Guarantee: the zero SinkSpec holds the watermark. Acknowledgements are on
+// unless a field turns them off; before, the zero value turned them off and a
+// sink built in Go released every record as delivered on arrival.
+func TestZeroSinkSpecHoldsTheWatermark(t *testing.T) {
+	offsets := new(generate.Offsets)
+	src, err := generate.New("gen", generate.Config{Count: 500, Partitions: 1, BatchSize: 50, Template: generate.DefaultTemplate, Offsets: offsets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &flushGate{gate: make(chan struct{})}
+	sp := &pipeline.Spec{
+		Sources:    []pipeline.SourceSpec{{Name: "gen", Source: src}},
+		Sinks:      []pipeline.SinkSpec{{Name: "out", Inputs: []string{"gen"}, Sink: sink}},
+		Checkpoint: pipeline.CheckpointSettings{CommitInterval: time.Millisecond},
+	}
+	var rounds atomic.Int64
+	var early atomic.Int64
+	err = pipeline.Run(context.Background(), sp, quiet, pipeline.WithCommitted(func(string) {
+		if n := rounds.Add(1); n < 20 {
+			if c := offsets.Get("gen/0"); c > 0 {
+				early.Store(int64(c))
+			}
+		} else if n == 20 {
+			close(sink.gate)
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := early.Load(); c > 0 {
+		t.Fatalf("committed %d while the sink had made nothing durable: the zero SinkSpec does not hold the watermark", c)
+	}
+	if got := len(sink.Values()); got != 500 {
+		t.Fatalf("%d records written, want 500", got)
 	}
 }

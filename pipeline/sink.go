@@ -111,7 +111,7 @@ func (s *sinkRunner) run(ctx context.Context) {
 		lingerC = t
 	}
 	defer s.linger.Stop()
-	if k, ok := s.spec.Sink.(connector.PositionKeeper); ok && s.spec.Acknowledgements {
+	if k, ok := s.spec.Sink.(connector.PositionKeeper); ok && !s.spec.NoAcknowledgements {
 		s.keeper = k
 	}
 	if sl, ok := s.spec.Sink.(connector.Sealer); ok {
@@ -155,14 +155,14 @@ func (s *sinkRunner) handle(ctx context.Context, c chunk) {
 	}
 	recs := *c.recs
 	s.mRecordsIn.Add(float64(len(recs)))
-	if !s.spec.Acknowledgements {
+	if s.spec.NoAcknowledgements {
 		// The sink never holds the watermark back: handing a record over is
 		// its delivery.
 		for i := range recs {
 			recs[i].Ack.Release(checkpoint.Delivered)
 		}
 	}
-	if c.src != nil && s.spec.Acknowledgements && len(recs) > 0 && !s.halted && ctx.Err() == nil {
+	if c.src != nil && !s.spec.NoAcknowledgements && len(recs) > 0 && !s.halted && ctx.Err() == nil {
 		var pp *partProgress
 		pp, recs = s.progressOf(ctx, &c, recs)
 		if len(recs) > 0 {

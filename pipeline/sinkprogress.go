@@ -373,7 +373,7 @@ func resolveEntries(entries []progressEntry, st entryState) {
 
 // holdRejected notes a record the sink rejected (see partProgress.holds).
 func (s *sinkRunner) holdRejected(rec *record.Record) {
-	if !s.spec.Acknowledgements || rec.Ack.IsZero() {
+	if s.spec.NoAcknowledgements || rec.Ack.IsZero() {
 		return
 	}
 	src := s.rt.sourceNamed(rec.Origin.Source)

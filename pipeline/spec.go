@@ -43,9 +43,10 @@ type SinkSpec struct {
 	Name   string
 	Inputs []string
 	Sink   connector.Sink
-	// Acknowledgements false means the sink never holds back the watermark:
-	// records are released as delivered when handed to it (stdout for debugging).
-	Acknowledgements bool
+	// NoAcknowledgements means the sink never holds back the watermark:
+	// records are released as delivered when handed to it (stdout for
+	// debugging). The zero value, acknowledgements on, is the safe one.
+	NoAcknowledgements bool
 	Batch            BatchSettings
 	Retry            RetrySettings
 	OnFailure        FailurePolicy
