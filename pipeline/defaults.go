@@ -20,7 +20,7 @@ const (
 	DefaultShutdownTimeout    = 30 * time.Second
 	DefaultDrainTimeout       = 30 * time.Second
 	DefaultStallWarning       = 60 * time.Second
-	DefaultMetricsAddress     = "127.0.0.1:9464"
+	DefaultMetricsAddress     = "127.0.0.1:9464" // the command line's; a Spec's zero Address serves nothing
 )
 
 func sinkDefaults(sk *SinkSpec) error {

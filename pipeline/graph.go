@@ -220,9 +220,6 @@ func compile(s *Spec) (*graph, error) {
 	}
 	g.planRejects()
 	checkpointDefaults(&sp.Checkpoint)
-	if sp.Metrics.Address == "" {
-		sp.Metrics.Address = DefaultMetricsAddress
-	}
 	return g, nil
 }
 func quote(s string) string { return `"` + s + `"` }

@@ -12,9 +12,10 @@ import (
 
 type server struct{ stop func() }
 
-// serve starts /metrics, /healthz and /debug/stalls on addr, unless it is "off".
+// serve starts /metrics, /healthz and /debug/stalls on addr, unless it is
+// empty or "off": a library opens no port unless asked to.
 func (rt *runtime) serve(addr string) (server, error) {
-	if addr == "off" {
+	if addr == "" || addr == "off" {
 		return server{stop: func() {}}, nil
 	}
 	ln, err := net.Listen("tcp", addr)

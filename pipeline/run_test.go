@@ -423,3 +423,39 @@ func TestZeroSinkSpecHoldsTheWatermark(t *testing.T) {
 		t.Fatalf("%d records written, want 500", got)
 	}
 }
+
+// Guarantee: a zero Spec opens no port, so two pipelines run side by side in
+// one process. Before, the zero Metrics.Address meant 127.0.0.1:9464 and the
+// second pipeline failed to listen.
+func TestZeroSpecOpensNoPort(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 2)
+	started := make(chan struct{}, 2)
+	for range 2 {
+		src := gen(t, 0, 1, 10) // never ends
+		sp := &pipeline.Spec{
+			Sources: []pipeline.SourceSpec{{Name: "gen", Source: src}},
+			Sinks:   []pipeline.SinkSpec{{Name: "out", Inputs: []string{"gen"}, Sink: blackhole.New()}},
+			// Only the commit interval is set: it paces the test.
+			Checkpoint: pipeline.CheckpointSettings{CommitInterval: 10 * time.Millisecond},
+		}
+		var once sync.Once
+		go func() {
+			errs <- pipeline.Run(ctx, sp, quiet, pipeline.WithCommitted(func(string) { once.Do(func() { started <- struct{}{} }) }))
+		}()
+	}
+	for range 2 {
+		select {
+		case <-started:
+		case err := <-errs:
+			cancel()
+			t.Fatalf("a pipeline stopped at start: %v", err)
+		}
+	}
+	cancel()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -112,5 +112,9 @@ type CheckpointSettings struct {
 
 // MetricsSettings configure the HTTP endpoint.
 type MetricsSettings struct {
-	Address string // default "127.0.0.1:9464"; "off" disables it
+	// Address is where /metrics, /healthz, /readyz and /debug/stalls are
+	// served. Empty (the zero value) or "off" serves nothing: a pipeline
+	// embedded in a program opens no port unless asked to. The command
+	// line's default is DefaultMetricsAddress.
+	Address string
 }
