@@ -10,27 +10,32 @@ import (
 	"github.com/weir-etl/weir/checkpoint"
 )
 
-// cpState is the checkpointer goroutine's own bookkeeping.
-type cpState struct {
-	pending  []checkpoint.Commit
-	states   []checkpoint.PartitionState
-	rewound  map[checkpoint.Partition]checkpoint.Epoch // rewind requested for this epoch
-	revokes  []revokeWait
-	warned   map[string]bool
-	finished bool
-}
-type revokeWait struct {
-	r        hostReq
-	deadline time.Time
+// The checkpointer goroutine: one per source, the owner of its
+// Checkpointer. It is a thin loop in the style of etcd-io/raft's node.go:
+// wait for an event, drain the resolutions, ask the commit policy
+// (policy.go) what to do, do it. Everything it decides is the policy's; what
+// it does is I/O (Source.Commit), messages to the poller (rewinds) and to the
+// callers of Revoke, metrics and logs.
+
+// cpLoop is the checkpointer goroutine's state.
+type cpLoop struct {
+	s       *sourceRunner
+	pol     *commitPolicy
+	states  []checkpoint.PartitionState
+	commits []checkpoint.Commit
+	nextID  int
+	waiting map[int]hostReq // revokes by policy id
+	lastErr error           // the last failed commit's error
 }
 
-// checkpoint is the checkpointer goroutine: it drains resolutions, commits on
-// the interval, serves Revoke and Lost, asks for rewinds, and reports stalls.
-// It returns after a final drain and commit once final is closed.
+// checkpoint is the checkpointer goroutine. It returns after a final drain
+// and commit once final is closed.
 func (s *sourceRunner) checkpoint(ctx context.Context, final <-chan struct{}) {
 	defer close(s.cpDone)
-	cs := &cpState{rewound: map[checkpoint.Partition]checkpoint.Epoch{}, warned: map[string]bool{}}
 	cfg := s.rt.g.spec.Checkpoint
+	l := &cpLoop{s: s, waiting: map[int]hostReq{}, pol: newCommitPolicy(policyConfig{
+		commitInterval: cfg.CommitInterval, commitFailureTimeout: cfg.CommitFailureTimeout, stallWarning: cfg.StallWarning})}
+	s.pol = l.pol
 	tick := time.NewTicker(cfg.CommitInterval)
 	defer tick.Stop()
 	stallTicker := time.NewTicker(min(cfg.StallWarning/2, 5*time.Second))
@@ -39,47 +44,180 @@ func (s *sourceRunner) checkpoint(ctx context.Context, final <-chan struct{}) {
 	if t := s.rt.o.hooks.stallTicks; t != nil {
 		stall = t
 	}
-	revokeTimer := time.NewTimer(time.Hour)
-	defer revokeTimer.Stop()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
+		isTick, refresh := false, false
 		select {
 		case <-s.cp.Wake():
-			s.drain()
 		case <-tick.C:
-			s.drain()
-			s.commit(ctx, cs)
+			isTick = true
 		case <-stall:
-			s.drain()
-			s.warnStalls(cs)
+			refresh = true
 		case r := <-s.reqs:
 			s.drain()
-			if r.lost {
-				for _, p := range r.ps {
-					s.cp.Forget(p)
-					s.forgetMetrics(p)
-				}
-				r.done <- nil
-			} else {
-				cs.revokes = append(cs.revokes, revokeWait{r: r, deadline: r.deadline})
-				revokeTimer.Reset(max(r.deadline.Sub(s.rt.now()), 0))
-			}
-		case <-revokeTimer.C:
-			s.drain()
+			l.request(r)
+		case <-timer.C:
 		case <-s.notify:
-			s.drain()
 		case <-final:
-			s.drain()
-			s.commit(ctx, cs)
-			s.finalParts = len(cs.states)
-			for _, ps := range cs.states {
-				s.finalPos += int64(ps.Committed)
-			}
-			for _, w := range cs.revokes {
-				w.r.done <- errors.New("pipeline: shutting down before the partition drained")
-			}
+			l.final(ctx)
 			return
 		}
-		s.after(ctx, cs)
+		s.drain()
+		rd := l.pol.step(l.view(isTick))
+		l.carryOut(ctx, &rd)
+		if isTick {
+			l.published()
+		}
+		if refresh || len(rd.stalled) > 0 {
+			s.refreshStalls(l, rd.stalled)
+		}
+		if !rd.wakeAt.IsZero() {
+			timer.Reset(max(rd.wakeAt.Sub(s.rt.now()), 0))
+		}
+	}
+}
+
+// request takes a Revoke or a Lost from the source.
+func (l *cpLoop) request(r hostReq) {
+	if r.lost {
+		for _, p := range r.ps {
+			l.forget(p)
+		}
+		r.done <- nil
+		return
+	}
+	l.nextID++
+	l.waiting[l.nextID] = r
+	l.pol.revoke(l.nextID, r.ps, r.deadline)
+}
+
+// view gathers what the policy looks at.
+func (l *cpLoop) view(tick bool) *policyView {
+	s := l.s
+	l.states = s.cp.States(l.states[:0])
+	l.commits = s.cp.Committable(l.commits[:0])
+	return &policyView{
+		now: s.rt.now(), states: l.states, committable: l.commits,
+		pending: s.pending, eof: s.eof.Load(), inflight: s.inflightBatches.Load(),
+		stopping: s.rt.stopping.Load(), tick: tick,
+	}
+}
+
+// carryOut does what the policy decided.
+func (l *cpLoop) carryOut(ctx context.Context, rd *ready) {
+	s := l.s
+	for _, w := range rd.revokesDone {
+		var cs []checkpoint.Commit
+		for _, c := range s.cp.Committable(nil) {
+			if slices.Contains(w.ps, c.Partition) {
+				cs = append(cs, c)
+			}
+		}
+		err := l.commit(ctx, cs)
+		for _, p := range w.ps {
+			l.forget(p)
+		}
+		if r, ok := l.waiting[w.id]; ok {
+			delete(l.waiting, w.id)
+			r.done <- err
+		}
+	}
+	if rd.halt != nil {
+		s.rt.fail(s.rejectedError(*rd.halt))
+	}
+	if rd.haltCommits {
+		n, since := l.pol.commitFailing()
+		s.rt.fail(fmt.Errorf("pipeline: source %s: %d commits in a row have failed since %s (commit_failure_timeout %v): %w; the positions stay where they were, so input after them is read again next time",
+			s.spec.Name, n, since.Format(time.RFC3339), s.rt.g.spec.Checkpoint.CommitFailureTimeout, l.lastErr))
+	}
+	if len(rd.rewinds) > 0 {
+		s.requestRewinds(rd.rewinds)
+	}
+	if len(rd.commit) > 0 {
+		err := l.commit(ctx, rd.commit)
+		l.pol.commitDone(err == nil, s.rt.now())
+	}
+	if rd.finished {
+		close(s.finished)
+	}
+}
+
+// commit hands cs to the source and confirms them to the Checkpointer when
+// the source took them. A failure is logged when it starts and then at
+// doubling counts, not at every retry.
+func (l *cpLoop) commit(ctx context.Context, cs []checkpoint.Commit) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	s := l.s
+	t0 := time.Now()
+	err := s.src.Commit(ctx, cs)
+	s.rt.m.commitTime.WithLabelValues(s.spec.Name).Observe(time.Since(t0).Seconds())
+	if err != nil {
+		s.rt.m.commitErrors.WithLabelValues(s.spec.Name).Inc()
+		l.lastErr = err
+		n, since := l.pol.commitFailing()
+		if n++; n&(n-1) == 0 {
+			if n == 1 {
+				since = s.rt.now()
+			}
+			s.log.Warn("commit failed; retrying with backoff", "failures", n, "since", since.Format(time.RFC3339), "err", err)
+		}
+		return fmt.Errorf("pipeline: source %s: commit: %w", s.spec.Name, err)
+	}
+	if n, _ := l.pol.commitFailing(); n > 0 {
+		s.log.Info("commit succeeded again", "failures", n)
+	}
+	s.cp.MarkCommitted(cs)
+	return nil
+}
+
+// forget drops a revoked or lost partition everywhere the checkpointer
+// goroutine keeps it.
+func (l *cpLoop) forget(p checkpoint.Partition) {
+	l.s.cp.Forget(p)
+	l.pol.forget(p)
+	l.s.forgetMetrics(p)
+}
+
+// published refreshes what others read of the committed state: the gauges,
+// the positions the sinks' progress reads, the progress display, and the
+// committed hook of the tests.
+func (l *cpLoop) published() {
+	s := l.s
+	l.states = s.cp.States(l.states[:0])
+	s.publishCommitted(l.states)
+	s.rt.noteCommitted(s, l.states)
+	for _, ps := range l.states {
+		name := s.partName(ps.Partition)
+		s.rt.m.watermark.WithLabelValues(s.spec.Name, name).Set(float64(ps.Watermark))
+		s.rt.m.committed.WithLabelValues(s.spec.Name, name).Set(float64(ps.Committed))
+	}
+	s.rt.m.inflightB.WithLabelValues(s.spec.Name).Set(float64(s.inflightBatches.Load()))
+	s.rt.m.inflightBy.WithLabelValues(s.spec.Name).Set(float64(s.inflightBytes.Load()))
+	if h := s.rt.o.hooks.committed; h != nil {
+		h(s.spec.Name)
+	}
+}
+
+// final is the last round: everything that will ever resolve has (the sinks
+// are done), so it drains, commits once more and answers the revokes still
+// waiting.
+func (l *cpLoop) final(ctx context.Context) {
+	s := l.s
+	s.drain()
+	if err := l.commit(ctx, s.cp.Committable(nil)); err != nil {
+		s.log.Error("the final commit failed: the input after the last committed positions is read again next time", "err", err)
+	}
+	l.published()
+	s.finalParts = len(l.states)
+	for _, ps := range l.states {
+		s.finalPos += int64(ps.Committed)
+	}
+	for id, r := range l.waiting {
+		delete(l.waiting, id)
+		r.done <- errors.New("pipeline: shutting down before the partition drained")
 	}
 }
 
@@ -103,59 +241,33 @@ func (s *sourceRunner) drain() {
 	s.rt.m.drained(s.spec.Name, st)
 }
 
-// after runs after every event: it finishes revokes, asks for rewinds of
-// blocked partitions, and notices when a finite source is done.
-func (s *sourceRunner) after(ctx context.Context, cs *cpState) {
-	now := s.rt.now()
-	keep := cs.revokes[:0]
-	for _, w := range cs.revokes {
-		drained := true
-		for _, p := range w.r.ps {
-			drained = drained && s.cp.Drained(p)
-		}
-		if !drained && now.Before(w.deadline) {
-			keep = append(keep, w)
-			continue
-		}
-		w.r.done <- s.finalCommit(ctx, w.r.ps)
+// pending reports whether p's oldest unresolved batch has been issued, and
+// when.
+func (s *sourceRunner) pending(p checkpoint.Partition) (time.Time, bool) {
+	st, ok := s.cp.State(p)
+	if !ok {
+		return time.Time{}, false
 	}
-	clear(cs.revokes[len(keep):])
-	cs.revokes = keep
-
-	cs.states = s.cp.States(cs.states[:0])
-	blocked := false
-	for _, ps := range cs.states {
-		if !ps.Blocked {
-			continue
-		}
-		blocked = true
-		if s.rt.stopping.Load() || cs.rewound[ps.Partition] == ps.Epoch {
-			continue
-		}
-		id := checkpoint.BatchID{Partition: ps.Partition, Epoch: ps.Epoch, Seq: ps.FailedSeq}
-		if ps.FailedStatus == checkpoint.Rejected {
-			// Replaying a rejected record fails the same way: stop rather
-			// than loop, and say how to let such records through.
-			s.rt.fail(s.rejectedError(id))
-			continue
-		}
-		cs.rewound[ps.Partition] = ps.Epoch
-		s.rewindMu.Lock()
-		s.rewinds = append(s.rewinds, rewindReq{p: ps.Partition, epoch: ps.Epoch, pos: ps.Watermark})
-		if s.rewindCancel != nil {
-			s.rewindCancel(errRewind) // wake a Poll waiting for data
-		}
-		signal(s.rewindSig)
-		s.rewindMu.Unlock()
-	}
-	if !cs.finished && s.eof.Load() && !blocked && s.inflightBatches.Load() == 0 {
-		s.commit(ctx, cs)
-		if len(s.cp.Committable(cs.pending[:0])) == 0 {
-			cs.finished = true
-			close(s.finished)
-		}
-	}
+	s.tableMu.Lock()
+	defer s.tableMu.Unlock()
+	bi, in := s.table[checkpoint.BatchID{Partition: p, Epoch: st.Epoch, Seq: st.Next}]
+	return bi.issued, in
 }
+
+// requestRewinds asks the poller, which owns the issuer, to seek each
+// partition back to its watermark and start a new epoch there. It also
+// cancels the context of the Poll in progress, which may wait for data on an
+// idle partition.
+func (s *sourceRunner) requestRewinds(rs []rewindReq) {
+	s.rewindMu.Lock()
+	defer s.rewindMu.Unlock()
+	s.rewinds = append(s.rewinds, rs...)
+	if s.rewindCancel != nil {
+		s.rewindCancel(errRewind)
+	}
+	signal(s.rewindSig)
+}
+
 func (s *sourceRunner) rejectedError(id checkpoint.BatchID) error {
 	he := &HaltError{Source: s.spec.Name, Partition: s.partName(id.Partition), Batch: id,
 		Err: errors.New("a record was rejected and replay cannot fix it; send such records to a dead_letter sink (on_failure: dead_letter) to let the pipeline go on")}
@@ -165,55 +277,6 @@ func (s *sourceRunner) rejectedError(id checkpoint.BatchID) error {
 	return he
 }
 
-// commit hands every committable position to the source.
-func (s *sourceRunner) commit(ctx context.Context, cs *cpState) {
-	cs.pending = s.cp.Committable(cs.pending[:0])
-	s.commitList(ctx, cs)
-	cs.states = s.cp.States(cs.states[:0])
-	s.publishCommitted(cs.states)
-	s.rt.noteCommitted(s, cs.states)
-	for _, ps := range cs.states {
-		name := s.partName(ps.Partition)
-		s.rt.m.watermark.WithLabelValues(s.spec.Name, name).Set(float64(ps.Watermark))
-		s.rt.m.committed.WithLabelValues(s.spec.Name, name).Set(float64(ps.Committed))
-	}
-	s.rt.m.inflightB.WithLabelValues(s.spec.Name).Set(float64(s.inflightBatches.Load()))
-	s.rt.m.inflightBy.WithLabelValues(s.spec.Name).Set(float64(s.inflightBytes.Load()))
-	if h := s.rt.o.hooks.committed; h != nil {
-		h(s.spec.Name)
-	}
-}
-func (s *sourceRunner) commitList(ctx context.Context, cs *cpState) error {
-	if len(cs.pending) == 0 {
-		return nil
-	}
-	t0 := time.Now()
-	err := s.src.Commit(ctx, cs.pending)
-	s.rt.m.commitTime.WithLabelValues(s.spec.Name).Observe(time.Since(t0).Seconds())
-	if err != nil {
-		s.rt.m.commitErrors.WithLabelValues(s.spec.Name).Inc()
-		s.log.Warn("commit failed; retrying next interval", "err", err)
-		return fmt.Errorf("pipeline: source %s: commit: %w", s.spec.Name, err)
-	}
-	s.cp.MarkCommitted(cs.pending)
-	return nil
-}
-
-// finalCommit commits revoked partitions' last watermarks and forgets them.
-func (s *sourceRunner) finalCommit(ctx context.Context, ps []checkpoint.Partition) error {
-	var cs cpState
-	for _, c := range s.cp.Committable(nil) {
-		if slices.Contains(ps, c.Partition) {
-			cs.pending = append(cs.pending, c)
-		}
-	}
-	err := s.commitList(ctx, &cs)
-	for _, p := range ps {
-		s.cp.Forget(p)
-		s.forgetMetrics(p)
-	}
-	return err
-}
 func (s *sourceRunner) forgetMetrics(p checkpoint.Partition) {
 	name := s.partName(p)
 	s.rt.m.watermark.DeleteLabelValues(s.spec.Name, name)

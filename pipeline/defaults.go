@@ -6,21 +6,22 @@ import (
 
 // Defaults applied to zero settings.
 const (
-	DefaultMaxInFlightBatches = 1024
-	DefaultMaxInFlightBytes   = 64 << 20
-	DefaultBatchMaxRecords    = 10000
-	DefaultBatchMaxBytes      = 8 << 20
-	DefaultBatchMaxAge        = time.Second
-	DefaultBatchOverlap       = 2
-	DefaultRetryMaxAttempts   = 5
-	DefaultRetryInitial       = 100 * time.Millisecond
-	DefaultRetryMax           = 10 * time.Second
-	DefaultRetryMaxElapsed    = time.Minute
-	DefaultCommitInterval     = 5 * time.Second
-	DefaultShutdownTimeout    = 30 * time.Second
-	DefaultDrainTimeout       = 30 * time.Second
-	DefaultStallWarning       = 60 * time.Second
-	DefaultMetricsAddress     = "127.0.0.1:9464" // the command line's; a Spec's zero Address serves nothing
+	DefaultMaxInFlightBatches   = 1024
+	DefaultMaxInFlightBytes     = 64 << 20
+	DefaultBatchMaxRecords      = 10000
+	DefaultBatchMaxBytes        = 8 << 20
+	DefaultBatchMaxAge          = time.Second
+	DefaultBatchOverlap         = 2
+	DefaultRetryMaxAttempts     = 5
+	DefaultRetryInitial         = 100 * time.Millisecond
+	DefaultRetryMax             = 10 * time.Second
+	DefaultRetryMaxElapsed      = time.Minute
+	DefaultCommitInterval       = 5 * time.Second
+	DefaultShutdownTimeout      = 30 * time.Second
+	DefaultDrainTimeout         = 30 * time.Second
+	DefaultStallWarning         = 60 * time.Second
+	DefaultCommitFailureTimeout = 5 * time.Minute
+	DefaultMetricsAddress       = "127.0.0.1:9464" // the command line's; a Spec's zero Address serves nothing
 )
 
 func sinkDefaults(sk *SinkSpec) error {
@@ -72,5 +73,8 @@ func checkpointDefaults(c *CheckpointSettings) {
 	}
 	if c.StallWarning <= 0 {
 		c.StallWarning = DefaultStallWarning
+	}
+	if c.CommitFailureTimeout <= 0 {
+		c.CommitFailureTimeout = DefaultCommitFailureTimeout
 	}
 }

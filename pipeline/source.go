@@ -21,6 +21,7 @@ type sourceRunner struct {
 	src  connector.Source
 	log  *slog.Logger
 	cp   *checkpoint.Checkpointer
+	pol  *commitPolicy // the checkpointer goroutine's
 	iss  *checkpoint.AckIssuer // polling goroutine only
 
 	namesMu sync.Mutex

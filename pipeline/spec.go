@@ -108,6 +108,10 @@ type CheckpointSettings struct {
 	ShutdownTimeout time.Duration // default 30s: in-flight batches' time to finish on shutdown
 	DrainTimeout    time.Duration // default 30s: a revoked partition's time to finish
 	StallWarning    time.Duration // default 60s: log a stalled partition after this long
+	// CommitFailureTimeout (default 5m) stops the run when Source.Commit has
+	// failed for that long without a success (a full disk, an unreachable
+	// broker): failed commits are retried with backoff meanwhile.
+	CommitFailureTimeout time.Duration
 }
 
 // MetricsSettings configure the HTTP endpoint.

@@ -6,38 +6,33 @@ import (
 	"github.com/weir-etl/weir/checkpoint"
 )
 
-// Stall is one partition whose oldest unresolved batch has waited long.
+// Stall is one partition whose watermark waits for an unresolved or failed
+// batch.
 type Stall struct {
-	Source    string   `json:"source"`
-	Partition string   `json:"partition"`
-	Batch     string   `json:"batch"`
+	Source    string `json:"source"`
+	Partition string `json:"partition"`
+	Batch     string `json:"batch"` // the oldest unresolved batch
+	// AgeMillis is the age of the watermark: how long it has not moved
+	// while data was pending. Rewinds and new epochs do not reset it.
 	AgeMillis int64    `json:"age_ms"`
+	Rewinds   int      `json:"rewinds"`           // rewinds of the partition so far
 	Status    string   `json:"status"`            // "pending", or the failure that blocks it
-	HeldBy    []string `json:"held_by,omitempty"` // sinks whose current group holds references of it
+	HeldBy    []string `json:"held_by,omitempty"` // sinks whose current group, or a sealed group, holds references of it
 	Note      string   `json:"note,omitempty"`
 }
 
-// stalls appends the oldest unresolved batch of every partition older than
-// minAge. It reads the Checkpointer, so only the checkpointer goroutine calls
+// stalls appends every partition whose watermark waits for a batch. It reads
+// the Checkpointer and the policy, so only the checkpointer goroutine calls
 // it; /debug/stalls gets a snapshot.
-func (s *sourceRunner) stalls(dst []Stall, states []checkpoint.PartitionState, minAge time.Duration) []Stall {
+func (s *sourceRunner) stalls(dst []Stall, states []checkpoint.PartitionState) []Stall {
 	now := s.rt.now()
 	for _, ps := range states {
-		id := checkpoint.BatchID{Partition: ps.Partition, Epoch: ps.Epoch, Seq: ps.Next}
-		s.tableMu.Lock()
-		bi, ok := s.table[id]
-		s.tableMu.Unlock()
-		if !ok && !ps.Blocked {
+		if _, pending := s.pending(ps.Partition); !ps.Blocked && !pending {
 			continue // nothing unresolved in this partition
 		}
-		var age time.Duration
-		if ok {
-			age = now.Sub(bi.issued)
-		}
-		if ok && age < minAge {
-			continue
-		}
-		st := Stall{Source: s.spec.Name, Partition: s.partName(ps.Partition), Batch: id.String(), AgeMillis: age.Milliseconds(), Status: "pending"}
+		id := checkpoint.BatchID{Partition: ps.Partition, Epoch: ps.Epoch, Seq: ps.Next}
+		age, rewinds := s.pol.stall(ps.Partition, now)
+		st := Stall{Source: s.spec.Name, Partition: s.partName(ps.Partition), Batch: id.String(), AgeMillis: age.Milliseconds(), Rewinds: rewinds, Status: "pending"}
 		if ps.Blocked {
 			st.Status = ps.FailedStatus.String()
 		}
@@ -59,24 +54,21 @@ func (s *sourceRunner) stalls(dst []Stall, states []checkpoint.PartitionState, m
 	return dst
 }
 
-// warnStalls refreshes the /debug/stalls snapshot and logs, once per batch,
-// every partition stalled longer than StallWarning.
-func (s *sourceRunner) warnStalls(cs *cpState) {
-	cs.states = s.cp.States(cs.states[:0])
-	list := s.stalls(nil, cs.states, 0)
+// refreshStalls refreshes the /debug/stalls snapshot and logs a warning for
+// each partition in newly, whose stall just passed StallWarning (once per
+// stall: the policy says when).
+func (s *sourceRunner) refreshStalls(l *cpLoop, newly []checkpoint.Partition) {
+	l.states = s.cp.States(l.states[:0])
+	list := s.stalls(nil, l.states)
 	s.rt.setStalls(s.idx, list)
-	for _, st := range list {
-		if time.Duration(st.AgeMillis)*time.Millisecond < s.rt.g.spec.Checkpoint.StallWarning {
-			continue
+	for _, p := range newly {
+		name := s.partName(p)
+		for _, st := range list {
+			if st.Partition == name {
+				s.log.Warn("partition stalled: its watermark has not moved", "partition", st.Partition, "batch", st.Batch,
+					"age", time.Duration(st.AgeMillis)*time.Millisecond, "status", st.Status, "rewinds", st.Rewinds, "held_by", st.HeldBy)
+			}
 		}
-		if cs.warned[st.Batch] {
-			continue
-		}
-		cs.warned[st.Batch] = true
-		s.log.Warn("partition stalled: its oldest batch is unresolved", "partition", st.Partition, "batch", st.Batch, "age", time.Duration(st.AgeMillis)*time.Millisecond, "status", st.Status, "held_by", st.HeldBy)
-	}
-	if len(cs.warned) > 4096 {
-		clear(cs.warned)
 	}
 }
 
