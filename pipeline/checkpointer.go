@@ -139,7 +139,7 @@ func (l *cpLoop) carryOut(ctx context.Context, rd *ready) {
 		l.pol.commitDone(err == nil, s.rt.now())
 	}
 	if rd.finished {
-		close(s.finished)
+		s.rt.sourceFinished()
 	}
 }
 

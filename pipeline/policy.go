@@ -175,7 +175,8 @@ func (cp *commitPolicy) step(v *policyView) ready {
 	for _, ps := range v.states {
 		pp := cp.part(ps.Partition)
 		if !pp.known {
-			pp.known, pp.lastWatermark, pp.movedAt = true, ps.Watermark, v.now
+			// Not seen moving yet: a stall starts when its batch was issued.
+			pp.known, pp.lastWatermark = true, ps.Watermark
 		}
 		cp.stallClock(pp, ps, v)
 		if !ps.Blocked {

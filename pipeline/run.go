@@ -34,7 +34,7 @@ func Run(ctx context.Context, spec *Spec, opts ...Option) error {
 	for _, f := range opts {
 		f(&o)
 	}
-	rt := &runtime{g: g, o: o, log: o.logger, m: newMetrics(), now: time.Now, stopCh: make(chan struct{}),
+	rt := &runtime{g: g, o: o, log: o.logger, m: newMetrics(), now: time.Now, stopCh: make(chan struct{}), allDone: make(chan struct{}),
 		rejects: map[checkpoint.BatchID]*rejection{}, chunks: make(chunkList, freeListSize)}
 	if o.hooks.now != nil {
 		rt.now = o.hooks.now
@@ -64,11 +64,13 @@ type runtime struct {
 	inMu     sync.RWMutex
 	inClosed bool
 
-	stopping atomic.Bool // no more rewinds: the pipeline is shutting down
-	stopOnce sync.Once
-	stopCh   chan struct{} // closed by fail
-	errMu    sync.Mutex
-	err      error
+	stopping   atomic.Bool   // no more rewinds: the pipeline is shutting down
+	unfinished atomic.Int64  // sources not finished yet
+	allDone    chan struct{} // closed when every source finished
+	stopOnce   sync.Once
+	stopCh     chan struct{} // closed by fail
+	errMu      sync.Mutex
+	err        error
 
 	rejectMu sync.Mutex
 	rejects  map[checkpoint.BatchID]*rejection // first rejections, for halt messages
@@ -129,19 +131,45 @@ func (rt *runtime) firstErr() error {
 }
 func (rt *runtime) run(ctx context.Context) error {
 	start := time.Now()
-	sp := &rt.g.spec
-	rt.trCounts = make([]trCount, len(rt.g.transforms))
-	srv, err := rt.serve(sp.Metrics.Address)
+	srv, err := rt.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
+	gs := rt.start(ctx)
+	defer gs.hardCancel()
+	select {
+	case <-ctx.Done():
+		rt.log.Info("shutting down")
+	case <-rt.stopCh:
+	case <-rt.allDone:
+		rt.log.Info("all input read and committed")
+	}
+	rt.shutdown(gs)
+	var rep *Report
+	if rt.o.report != nil {
+		rep = rt.report(start)
+		defer func() { rep.Elapsed = time.Since(start); rt.o.report(rep) }()
+	}
+	errs := rt.closeAll(ctx)
+	if err := rt.firstErr(); err != nil {
+		return err
+	}
+	return errors.Join(errs...)
+}
 
+// open starts the HTTP endpoints, opens every sink and builds the runners.
+// Nothing runs yet; on error everything opened is closed again.
+func (rt *runtime) open(ctx context.Context) (server, error) {
+	sp := &rt.g.spec
+	rt.trCounts = make([]trCount, len(rt.g.transforms))
+	srv, err := rt.serve(sp.Metrics.Address)
+	if err != nil {
+		return server{}, err
+	}
 	rt.sinks = make([]*sinkRunner, len(rt.g.sinks))
 	for i, sk := range rt.g.sinks {
-		rt.sinks[i] = &sinkRunner{rt: rt, idx: i, spec: sk, in: make(chan chunk, 4), log: rt.log.With("sink", sk.Name),
-			mRecordsIn: rt.m.recordsIn.WithLabelValues(sk.Name), mRecordsOut: rt.m.recordsOut.WithLabelValues(sk.Name),
-			mFlushTime: rt.m.flushTime.WithLabelValues(sk.Name), mSkipped: rt.m.sinkSkipped.WithLabelValues(sk.Name)}
+		rt.sinks[i] = newSinkRunner(rt, i, sk)
 	}
 	for i, d := range rt.g.deadLetter {
 		if d >= 0 {
@@ -153,7 +181,8 @@ func (rt *runtime) run(ctx context.Context) error {
 			for _, o := range rt.sinks[:i] {
 				_ = o.spec.Sink.Close(context.WithoutCancel(ctx))
 			}
-			return fmt.Errorf("pipeline: sink %s: open: %w", s.spec.Name, err)
+			srv.stop()
+			return server{}, fmt.Errorf("pipeline: sink %s: open: %w", s.spec.Name, err)
 		}
 	}
 	rt.stallBy = make([][]Stall, len(sp.Sources))
@@ -162,104 +191,116 @@ func (rt *runtime) run(ctx context.Context) error {
 		rt.sources = append(rt.sources, newSourceRunner(rt, i, ss))
 		rt.byName[ss.Name] = rt.sources[i]
 	}
+	rt.unfinished.Store(int64(len(rt.sources)))
 	rt.workers = make([]*worker, goruntime.GOMAXPROCS(0))
 	for i := range rt.workers {
 		rt.workers[i] = newWorker(rt)
 	}
+	return srv, nil
+}
 
-	// hardCtx is for connector calls: it outlives ctx by ShutdownTimeout, so
-	// that in-flight data can still be written after a graceful stop began.
-	hardCtx, hardCancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer hardCancel()
-	pollCtx, pollCancel := context.WithCancel(ctx)
-	defer pollCancel()
+// goroutines is what start started and shutdown ends (docs/runtime.md has
+// the table of every goroutine and what ends it).
+type goroutines struct {
+	// hardCtx is for connector calls: it outlives the run's context by
+	// ShutdownTimeout, so that in-flight data can still be written after a
+	// graceful stop began. pollCtx stops the pollers.
+	hardCtx    context.Context
+	hardCancel context.CancelFunc
+	pollCancel context.CancelFunc
+	// feeders counts, per sink, what can still send to it: the workers,
+	// and every sink that dead-letters into it. Its input closes at zero.
+	feeders                 []sync.WaitGroup
+	pollers, workers, sinks sync.WaitGroup
+	checkpointers           sync.WaitGroup
+	final                   chan struct{} // the checkpointers' last round
+	stopProgress            func()
+}
 
-	// Each sink's input closes once nothing can send to it any more: the
-	// workers, and every sink that dead-letters into it.
-	feeders := make([]sync.WaitGroup, len(rt.sinks))
+// start starts every goroutine of the run, from the sinks back to the
+// pollers, so that nothing sends to a stage that does not run yet.
+func (rt *runtime) start(ctx context.Context) *goroutines {
+	gs := &goroutines{final: make(chan struct{}), feeders: make([]sync.WaitGroup, len(rt.sinks))}
+	gs.hardCtx, gs.hardCancel = context.WithCancel(context.WithoutCancel(ctx))
+	var pollCtx context.Context
+	pollCtx, gs.pollCancel = context.WithCancel(ctx)
 	for i, s := range rt.sinks {
-		feeders[i].Add(1)
+		gs.feeders[i].Add(1)
 		if s.dl != nil {
-			feeders[s.dl.idx].Add(1)
+			gs.feeders[s.dl.idx].Add(1)
 		}
 	}
-	var sinksWG sync.WaitGroup
 	for i, s := range rt.sinks {
-		sinksWG.Add(2)
-		go func() {
-			defer sinksWG.Done()
-			s.run(hardCtx)
+		gs.sinks.Go(func() {
+			s.run(gs.hardCtx)
 			if s.dl != nil {
-				feeders[s.dl.idx].Done()
+				gs.feeders[s.dl.idx].Done()
 			}
-		}()
-		go func() {
-			defer sinksWG.Done()
-			feeders[i].Wait()
+		})
+		gs.sinks.Go(func() {
+			gs.feeders[i].Wait()
 			close(s.in)
-		}()
+		})
 	}
-	var workersWG sync.WaitGroup
 	for _, w := range rt.workers {
-		workersWG.Go(w.run)
+		gs.workers.Go(w.run)
 	}
-	final := make(chan struct{})
-	var cpWG, pollWG sync.WaitGroup
 	for _, s := range rt.sources {
-		cpWG.Go(func() { s.checkpoint(hardCtx, final) })
-		pollWG.Go(func() { s.poll(pollCtx, hardCtx) })
+		gs.checkpointers.Go(func() { s.checkpoint(gs.hardCtx, gs.final) })
+		gs.pollers.Go(func() { s.poll(pollCtx, gs.hardCtx) })
 	}
-	allFinished := make(chan struct{})
-	go func() {
-		for _, s := range rt.sources {
-			select {
-			case <-s.finished:
-			case <-rt.stopCh:
-				return
-			}
-		}
-		close(allFinished)
-	}()
-	stopProgress := rt.progress()
+	gs.stopProgress = rt.progress()
+	return gs
+}
 
-	select {
-	case <-ctx.Done():
-		rt.log.Info("shutting down")
-	case <-rt.stopCh:
-	case <-allFinished:
-		rt.log.Info("all input read and committed")
-	}
+// shutdown ends the run's goroutines in the one order that loses nothing
+// and commits only what is durable:
+//
+//  1. No more rewinds; the pollers stop (their context is cancelled) and
+//     the shutdown timer starts: in-flight data gets ShutdownTimeout to
+//     become durable, after which connector calls are cancelled (hardCtx)
+//     and what is unwritten is released as failed.
+//  2. Once every poller returned, the workers' inputs close (under inMu, so
+//     that a Revoke's flush request never sends on a closed input); the
+//     workers finish the batches they hold.
+//  3. Once the workers returned, each sink's input closes as soon as the
+//     sinks that dead-letter into it are done too; each sink flushes its
+//     last group and waits for its sealed groups.
+//  4. Every reference is then released (or leaked): the checkpointers take
+//     their final round (drain, commit) and return.
+//  5. The progress display stops.
+//
+// Sources and sinks are closed afterwards (closeAll), with their own
+// ShutdownTimeout: a graceful stop may so take up to twice ShutdownTimeout
+// in the worst case, once for the data and once for closing.
+func (rt *runtime) shutdown(gs *goroutines) {
 	rt.stopping.Store(true)
-	pollCancel()
-	shutdownTimer := time.AfterFunc(sp.Checkpoint.ShutdownTimeout, func() {
+	gs.pollCancel()
+	timer := time.AfterFunc(rt.g.spec.Checkpoint.ShutdownTimeout, func() {
 		rt.log.Warn("shutdown timeout: abandoning in-flight writes; nothing unwritten is committed")
-		hardCancel()
+		gs.hardCancel()
 	})
-	defer shutdownTimer.Stop()
-	pollWG.Wait()
+	defer timer.Stop()
+	gs.pollers.Wait()
 	rt.inMu.Lock()
 	rt.inClosed = true
 	for _, w := range rt.workers {
 		close(w.in)
 	}
 	rt.inMu.Unlock()
-	workersWG.Wait()
+	gs.workers.Wait()
 	for i := range rt.sinks {
-		feeders[i].Done()
+		gs.feeders[i].Done()
 	}
-	sinksWG.Wait()
-	// Every reference is released now (or leaked): the final drain and commit
-	// see everything that will ever resolve.
-	close(final)
-	cpWG.Wait()
-	stopProgress()
-	var rep *Report
-	if rt.o.report != nil {
-		rep = rt.report(start)
-		defer func() { rep.Elapsed = time.Since(start); rt.o.report(rep) }()
-	}
+	gs.sinks.Wait()
+	close(gs.final)
+	gs.checkpointers.Wait()
+	gs.stopProgress()
+}
 
-	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sp.Checkpoint.ShutdownTimeout)
+// closeAll closes every source and sink, within ShutdownTimeout.
+func (rt *runtime) closeAll(ctx context.Context) []error {
+	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rt.g.spec.Checkpoint.ShutdownTimeout)
 	defer cancel()
 	var errs []error
 	for _, s := range rt.sources {
@@ -272,10 +313,15 @@ func (rt *runtime) run(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("pipeline: sink %s: close: %w", s.spec.Name, err))
 		}
 	}
-	if err := rt.firstErr(); err != nil {
-		return err
+	return errs
+}
+
+// sourceFinished notes that a finite source is read, delivered and
+// committed; the last one ends the run.
+func (rt *runtime) sourceFinished() {
+	if rt.unfinished.Add(-1) == 0 {
+		close(rt.allDone)
 	}
-	return errors.Join(errs...)
 }
 
 // sourceNamed returns the source called name, or nil.

@@ -19,6 +19,7 @@ import (
 	"github.com/weir-etl/weir/record"
 	"github.com/weir-etl/weir/sink/blackhole"
 	"github.com/weir-etl/weir/source/generate"
+	"go.uber.org/goleak"
 )
 
 var quiet = pipeline.WithLogger(slog.New(slog.DiscardHandler))
@@ -455,6 +456,24 @@ func TestZeroSpecOpensNoPort(t *testing.T) {
 	cancel()
 	for range 2 {
 		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Guarantee: a run ended by cancelling its context leaves no goroutine
+// behind, even on a source that never ends. Before, a watcher waiting for
+// every source to finish outlived each such run and kept the runtime
+// reachable.
+func TestCancelledRunsLeaveNoGoroutine(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	for range 5 {
+		src := gen(t, 0, 2, 10) // never ends
+		sp := fastSpec(src, pipeline.SinkSpec{Name: "out", Inputs: []string{"gen"}, Sink: blackhole.New()})
+		ctx, cancel := context.WithCancel(context.Background())
+		var once sync.Once
+		err := pipeline.Run(ctx, sp, quiet, pipeline.WithCommitted(func(string) { once.Do(cancel) }))
+		if err != nil {
 			t.Fatal(err)
 		}
 	}

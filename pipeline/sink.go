@@ -315,3 +315,9 @@ func (s *sinkRunner) heldBatches(dst []checkpoint.BatchID) []checkpoint.BatchID 
 	}
 	return dst
 }
+
+func newSinkRunner(rt *runtime, idx int, sk SinkSpec) *sinkRunner {
+	return &sinkRunner{rt: rt, idx: idx, spec: sk, in: make(chan chunk, 4), log: rt.log.With("sink", sk.Name),
+		mRecordsIn: rt.m.recordsIn.WithLabelValues(sk.Name), mRecordsOut: rt.m.recordsOut.WithLabelValues(sk.Name),
+		mFlushTime: rt.m.flushTime.WithLabelValues(sk.Name), mSkipped: rt.m.sinkSkipped.WithLabelValues(sk.Name)}
+}

@@ -21,7 +21,7 @@ type sourceRunner struct {
 	src  connector.Source
 	log  *slog.Logger
 	cp   *checkpoint.Checkpointer
-	pol  *commitPolicy // the checkpointer goroutine's
+	pol  *commitPolicy         // the checkpointer goroutine's
 	iss  *checkpoint.AckIssuer // polling goroutine only
 
 	namesMu sync.Mutex
@@ -64,11 +64,10 @@ type sourceRunner struct {
 	rewindCancel context.CancelCauseFunc
 	pollCtx      context.Context // set before Open; the poller's stop
 
-	reqs     chan hostReq  // Revoke and Lost, poller to checkpointer
-	notify   chan struct{} // capacity 1: the poller reached or left the end of input
-	eof      atomic.Bool
-	finished chan struct{} // closed when a finite source is fully committed
-	cpDone   chan struct{} // closed when the checkpointer goroutine returns
+	reqs   chan hostReq  // Revoke and Lost, poller to checkpointer
+	notify chan struct{} // capacity 1: the poller reached or left the end of input
+	eof    atomic.Bool
+	cpDone chan struct{} // closed when the checkpointer goroutine returns
 
 	batches batchList
 
@@ -95,7 +94,6 @@ func newSourceRunner(rt *runtime, idx int, spec SourceSpec) *sourceRunner {
 		rewindSig: make(chan struct{}, 1),
 		reqs:      make(chan hostReq),
 		notify:    make(chan struct{}, 1),
-		finished:  make(chan struct{}),
 		cpDone:    make(chan struct{}),
 	}
 	s.iss = s.cp.NewIssuer()

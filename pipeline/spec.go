@@ -47,9 +47,9 @@ type SinkSpec struct {
 	// records are released as delivered when handed to it (stdout for
 	// debugging). The zero value, acknowledgements on, is the safe one.
 	NoAcknowledgements bool
-	Batch            BatchSettings
-	Retry            RetrySettings
-	OnFailure        FailurePolicy
+	Batch              BatchSettings
+	Retry              RetrySettings
+	OnFailure          FailurePolicy
 	// DeadLetter names the sink that receives failed records when OnFailure is
 	// DeadLetter.
 	DeadLetter string
