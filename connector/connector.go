@@ -66,7 +66,9 @@ type Host interface {
 	// Assign registers a partition the source now owns, under a name that is
 	// stable across restarts ("orders/3", a file's identity), reading from start.
 	// It returns the partition's id for Batch.Partition and Commit. Assigning
-	// a partition that is already assigned starts a new epoch.
+	// a partition that is already assigned starts a new epoch. Once Revoke or
+	// Lost of a partition returned, its id may be given to another name:
+	// forget it.
 	Assign(name string, start Position) Partition
 	// Revoke gives partitions up gracefully: no more batches of them will be
 	// polled; Revoke waits, up to the configured drain timeout (one deadline

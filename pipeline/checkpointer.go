@@ -179,6 +179,7 @@ func (l *cpLoop) forget(p checkpoint.Partition) {
 	l.s.cp.Forget(p)
 	l.pol.forget(p)
 	l.s.forgetMetrics(p)
+	l.s.release(p)
 }
 
 // published refreshes what others read of the committed state: the gauges,

@@ -20,20 +20,49 @@ type hostReq struct {
 
 // Assign implements connector.Host.
 func (s *sourceRunner) Assign(name string, start checkpoint.Position) checkpoint.Partition {
-	s.namesMu.Lock()
+	s.hostMu.Lock()
+	defer s.hostMu.Unlock()
 	p, ok := s.byName[name]
 	if !ok {
-		p = checkpoint.Partition(len(s.names))
+		if n := len(s.free); n > 0 {
+			p, s.free = s.free[n-1], s.free[:n-1]
+			s.names[p] = name
+		} else {
+			p = checkpoint.Partition(len(s.names))
+			s.names = append(s.names, name)
+			s.gens = append(s.gens, 0)
+			s.starts = append(s.starts, 0)
+		}
 		s.byName[name] = p
-		s.names = append(s.names, name)
-		s.gens = append(s.gens, 0)
-		s.starts = append(s.starts, 0)
 	}
 	s.gens[p]++
 	s.starts[p] = start
-	s.namesMu.Unlock()
 	s.iss.Assign(p, start)
 	return p
+}
+
+// release gives a forgotten partition's id back for reuse. The checkpointer
+// goroutine calls it once the Checkpointer forgot the partition: any
+// acknowledgement still in flight for it is of an ended epoch, and epochs are
+// never reused, so a new partition under the same id cannot be confused with
+// it.
+func (s *sourceRunner) release(p checkpoint.Partition) {
+	s.hostMu.Lock()
+	defer s.hostMu.Unlock()
+	if int(p) >= len(s.names) || s.byName[s.names[p]] != p {
+		return // assigned again meanwhile, or already released
+	}
+	delete(s.byName, s.names[p])
+	s.free = append(s.free, p)
+}
+
+// revokeIssuing stops issuing batches of ps.
+func (s *sourceRunner) revokeIssuing(ps []checkpoint.Partition) {
+	s.hostMu.Lock()
+	defer s.hostMu.Unlock()
+	for _, p := range ps {
+		s.iss.Revoke(p)
+	}
 }
 
 // Revoke implements connector.Host: the checkpointer goroutine waits until the
@@ -54,9 +83,7 @@ func (s *sourceRunner) Revoke(ctx context.Context, ps ...checkpoint.Partition) e
 	}
 	ctx, stop := s.hostCtx(ctx)
 	defer stop()
-	for _, p := range ps {
-		s.iss.Revoke(p)
-	}
+	s.revokeIssuing(ps)
 	timeout := s.rt.g.spec.Checkpoint.DrainTimeout
 	deadline := s.rt.now().Add(timeout)
 	fctx, cancel := context.WithTimeout(ctx, timeout)
@@ -97,9 +124,7 @@ func (s *sourceRunner) Lost(ps ...checkpoint.Partition) {
 	if len(ps) == 0 {
 		return
 	}
-	for _, p := range ps {
-		s.iss.Revoke(p)
-	}
+	s.revokeIssuing(ps)
 	_ = s.hostRequest(context.Background(), hostReq{ps: slices.Clone(ps), lost: true})
 }
 
@@ -140,8 +165,8 @@ func (s *sourceRunner) partName(p checkpoint.Partition) string {
 
 // partInfo returns a partition's name and assignment generation.
 func (s *sourceRunner) partInfo(p checkpoint.Partition) (string, uint64) {
-	s.namesMu.Lock()
-	defer s.namesMu.Unlock()
+	s.hostMu.Lock()
+	defer s.hostMu.Unlock()
 	if int(p) < len(s.names) {
 		return s.names[p], s.gens[p]
 	}

@@ -29,6 +29,9 @@ type testHooks struct {
 	// committed is called by a checkpointer goroutine after each commit
 	// round, once the watermark and committed gauges are up to date.
 	committed func(source string)
+	// started is called with the runtime once every goroutine started
+	// (tests in package pipeline look at its tables).
+	started func(*runtime)
 }
 
 // WithLogger overrides the default logger (slog.Default()).

@@ -98,17 +98,13 @@ func (s *sourceRunner) poll(pollCtx, hardCtx context.Context) {
 		// A Poll that returns a batch although a rewind cancelled it is
 		// issued like any other: it belongs to the epoch before the rewind,
 		// so its acknowledgements are stale once doRewinds starts the new one.
-		if s.iss.Epoch(b.Partition) == 0 {
-			s.putBatch(b)
-			s.rt.fail(fmt.Errorf("pipeline: source %s: poll returned a batch of partition %d, which it never assigned (call Host.Assign first)", s.spec.Name, b.Partition))
-			return
-		}
-		if err := s.checkPositions(b); err != nil {
+		ref, name, gen, err := s.checkAndIssue(b)
+		if err != nil {
 			s.putBatch(b)
 			s.rt.fail(err)
 			return
 		}
-		gen := s.issue(b)
+		s.issue(b, ref, name)
 		if !s.rt.dispatch(hardCtx, s, b, gen) {
 			return
 		}
@@ -121,8 +117,6 @@ func (s *sourceRunner) poll(pollCtx, hardCtx context.Context) {
 // a source that breaks the rule stops the run at once, rather than have its
 // records skipped wrongly.
 func (s *sourceRunner) checkPositions(b *connector.Batch) error {
-	s.namesMu.Lock()
-	defer s.namesMu.Unlock()
 	start := s.starts[b.Partition]
 	if b.End < start {
 		return fmt.Errorf("pipeline: source %s: partition %s: a batch ends at %d, before where it begins (%d): positions must not go back (see connector.Position)",
@@ -141,13 +135,25 @@ func (s *sourceRunner) checkPositions(b *connector.Batch) error {
 	return nil
 }
 
-// issue gives b's records their references: one AckRef per batch, a clone per
-// record, the first reference to the last record. It returns the partition's
-// assignment generation.
-func (s *sourceRunner) issue(b *connector.Batch) uint64 {
-	ref := s.iss.Issue(b.Partition, b.End)
+// checkAndIssue checks b (its partition is assigned, its records carry their
+// positions) and issues its reference, under the one lock per batch the Host
+// takes. It returns the partition's name and assignment generation.
+func (s *sourceRunner) checkAndIssue(b *connector.Batch) (checkpoint.AckRef, string, uint64, error) {
+	s.hostMu.Lock()
+	defer s.hostMu.Unlock()
+	if int(b.Partition) >= len(s.names) || s.iss.Epoch(b.Partition) == 0 {
+		return checkpoint.AckRef{}, "", 0, fmt.Errorf("pipeline: source %s: poll returned a batch of partition %d, which it never assigned (call Host.Assign first)", s.spec.Name, b.Partition)
+	}
+	if err := s.checkPositions(b); err != nil {
+		return checkpoint.AckRef{}, "", 0, err
+	}
+	return s.iss.Issue(b.Partition, b.End), s.names[b.Partition], s.gens[b.Partition], nil
+}
+
+// issue gives b's records their references: ref, the batch's, and a clone per
+// record, the first reference to the last record.
+func (s *sourceRunner) issue(b *connector.Batch, ref checkpoint.AckRef, name string) {
 	var bytes int64
-	name, gen := s.partInfo(b.Partition)
 	for i := range b.Records {
 		r := &b.Records[i]
 		bytes += int64(r.Size())
@@ -172,13 +178,12 @@ func (s *sourceRunner) issue(b *connector.Batch) uint64 {
 	n := len(b.Records)
 	if n == 0 {
 		ref.Release(checkpoint.Delivered)
-		return gen
+		return
 	}
 	for i := range n - 1 {
 		b.Records[i].Ack = ref.Clone()
 	}
 	b.Records[n-1].Ack = ref
-	return gen
 }
 
 // doRewinds seeks every partition the checkpointer asked to replay back to
@@ -203,19 +208,34 @@ func (s *sourceRunner) doRewinds(pollCtx, ctx context.Context) error {
 	}
 	s.rewindMu.Unlock()
 	for _, r := range reqs {
-		if s.iss.Epoch(r.p) != r.epoch {
+		if !s.sameEpoch(r.p, r.epoch) {
 			continue // revoked or re-assigned since
 		}
 		if err := s.src.Seek(ctx, r.p, r.pos); err != nil {
 			return fmt.Errorf("pipeline: source %s: seek partition %s to %d for a rewind: %w", s.spec.Name, s.partName(r.p), r.pos, err)
 		}
-		s.iss.Assign(r.p, r.pos)
-		s.namesMu.Lock()
-		s.starts[r.p] = r.pos
-		s.namesMu.Unlock()
+		s.restart(r.p, r.epoch, r.pos)
 		s.eof.Store(false)
 		s.rt.m.rewinds.WithLabelValues(s.spec.Name).Inc()
 		s.log.Info("partition rewound to its watermark", "partition", s.partName(r.p), "position", r.pos)
 	}
 	return nil
+}
+
+func (s *sourceRunner) sameEpoch(p checkpoint.Partition, e checkpoint.Epoch) bool {
+	s.hostMu.Lock()
+	defer s.hostMu.Unlock()
+	return s.iss.Epoch(p) == e
+}
+
+// restart starts a new epoch of p at pos after a rewind's Seek, unless p was
+// revoked or assigned again since the rewind was asked for.
+func (s *sourceRunner) restart(p checkpoint.Partition, e checkpoint.Epoch, pos checkpoint.Position) {
+	s.hostMu.Lock()
+	defer s.hostMu.Unlock()
+	if s.iss.Epoch(p) != e {
+		return
+	}
+	s.iss.Assign(p, pos)
+	s.starts[p] = pos
 }

@@ -138,6 +138,9 @@ func (rt *runtime) run(ctx context.Context) error {
 	defer srv.stop()
 	gs := rt.start(ctx)
 	defer gs.hardCancel()
+	if h := rt.o.hooks.started; h != nil {
+		h(rt)
+	}
 	select {
 	case <-ctx.Done():
 		rt.log.Info("shutting down")

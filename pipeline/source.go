@@ -22,19 +22,28 @@ type sourceRunner struct {
 	log  *slog.Logger
 	cp   *checkpoint.Checkpointer
 	pol  *commitPolicy         // the checkpointer goroutine's
-	iss  *checkpoint.AckIssuer // polling goroutine only
 
-	namesMu sync.Mutex
-	names   []string // partition names by id
-	byName  map[string]checkpoint.Partition
-	// gens counts the assignments of each partition (Host.Assign, not a
+	// hostMu guards the issuer and the partition tables below, so that the
+	// Host's methods may be called from any goroutine (a Kafka client's
+	// rebalance callbacks run on its own). The poller takes it once per
+	// batch, to check and issue it; uncontended, that costs about as much as
+	// the name lookup it replaced (BenchmarkIssueLock).
+	hostMu sync.Mutex
+	iss    *checkpoint.AckIssuer
+	names  []string // partition names by id
+	byName map[string]checkpoint.Partition
+	// gens counts the assignments of each partition id (Host.Assign, not a
 	// rewind): a sink's progress in a partition belongs to one assignment,
-	// since another process may have written the partition in between.
+	// since another process may have written the partition in between, and
+	// an id forgotten is given to the next new name.
 	gens []uint64
 	// starts is where each partition's next batch begins: the Assign's
-	// start, a rewind's watermark, or the last batch's end (poller only,
-	// besides Assign).
+	// start, a rewind's watermark, or the last batch's end.
 	starts []checkpoint.Position
+	// free lists the ids of forgotten partitions, for reuse: a tail-mode file
+	// source retires a partition per rotated file, and the tables must not
+	// grow with them.
+	free []checkpoint.Partition
 
 	// committedPos is every partition's last committed position, published
 	// by the checkpointer goroutine for the sinks (see partProgress.holds).
