@@ -21,7 +21,7 @@ type sourceRunner struct {
 	src  connector.Source
 	log  *slog.Logger
 	cp   *checkpoint.Checkpointer
-	pol  *commitPolicy         // the checkpointer goroutine's
+	pol  *commitPolicy // the checkpointer goroutine's
 
 	// hostMu guards the issuer and the partition tables below, so that the
 	// Host's methods may be called from any goroutine (a Kafka client's
