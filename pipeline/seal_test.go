@@ -54,6 +54,8 @@ func TestSealedGroupsOverlapAndCommitOnlyWhenDurable(t *testing.T) {
 			var mu sync.Mutex
 			var early []int64 // commits seen while the first group was held
 			held := true
+			rounds := 0                        // commit rounds while it was held
+			threeRounds := make(chan struct{}) // closed after three of them
 			sp := fastSpec(src, pipeline.SinkSpec{Name: "out", Inputs: []string{"gen"}, Sink: fs,
 				Batch: pipeline.BatchSettings{MaxRecords: 50, MaxAge: time.Hour, Overlap: overlap}})
 			committed := pipeline.WithCommitted(func(string) {
@@ -62,11 +64,16 @@ func TestSealedGroupsOverlapAndCommitOnlyWhenDurable(t *testing.T) {
 				if got := src.Offsets().Get("gen/0"); held && got > 0 {
 					early = append(early, int64(got))
 				}
+				if held {
+					if rounds++; rounds == 3 {
+						close(threeRounds)
+					}
+				}
 			})
 			errc := make(chan error, 1)
 			go func() { errc <- pipeline.Run(context.Background(), sp, quiet, committed) }()
 			<-reached
-			time.Sleep(30 * time.Millisecond) // give an early commit time to show
+			<-threeRounds // an early commit would show in these rounds
 			mu.Lock()
 			held = false
 			mu.Unlock()
