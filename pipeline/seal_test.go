@@ -54,7 +54,7 @@ func TestSealedGroupsOverlapAndCommitOnlyWhenDurable(t *testing.T) {
 			var mu sync.Mutex
 			var early []int64 // commits seen while the first group was held
 			held := true
-			rounds := 0                        // commit rounds while it was held
+			armed, rounds := false, 0          // commit rounds once the group is held
 			threeRounds := make(chan struct{}) // closed after three of them
 			sp := fastSpec(src, pipeline.SinkSpec{Name: "out", Inputs: []string{"gen"}, Sink: fs,
 				Batch: pipeline.BatchSettings{MaxRecords: 50, MaxAge: time.Hour, Overlap: overlap}})
@@ -64,7 +64,7 @@ func TestSealedGroupsOverlapAndCommitOnlyWhenDurable(t *testing.T) {
 				if got := src.Offsets().Get("gen/0"); held && got > 0 {
 					early = append(early, int64(got))
 				}
-				if held {
+				if armed {
 					if rounds++; rounds == 3 {
 						close(threeRounds)
 					}
@@ -73,6 +73,9 @@ func TestSealedGroupsOverlapAndCommitOnlyWhenDurable(t *testing.T) {
 			errc := make(chan error, 1)
 			go func() { errc <- pipeline.Run(context.Background(), sp, quiet, committed) }()
 			<-reached
+			mu.Lock()
+			armed = true
+			mu.Unlock()
 			<-threeRounds // an early commit would show in these rounds
 			mu.Lock()
 			held = false
