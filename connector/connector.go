@@ -52,16 +52,16 @@ func (b *Batch) Reset() {
 // runtime's; sources ignore it.)
 type Commit = checkpoint.Commit
 
-// Host is what the runtime offers a source. Its methods must not run at the
-// same time as issuing: call them from the goroutine that calls Poll (inside
-// Open or Poll), or from another goroutine while Poll is blocked, provided a
-// happens-before edge (a lock, a channel) separates the call from the return
-// of the Poll before it and of the Poll after it. A Kafka consumer's rebalance
-// callbacks, run while Poll waits inside the client, are the case in point:
-// Revoke must run inside the callback so the rebalance waits for the final
-// commit. Revoke and Lost may also come after the last Poll returned, up to
-// the end of Close (a client leaving its group on Close): the runtime has
-// then committed for the last time, and Revoke returns an error at once.
+// Host is what the runtime offers a source. Its methods are safe to call
+// from any goroutine: from inside Open or Poll, or from a client's own
+// goroutines while Poll waits (a Kafka consumer's rebalance callbacks are the
+// case in point: Revoke must run inside the callback, so that the rebalance
+// waits for the final commit). Revoke and Lost may also come after the last
+// Poll returned, up to the end of Close (a client leaving its group on
+// Close): the runtime has then committed for the last time, and Revoke
+// returns an error at once. A batch of a partition that was revoked or lost
+// before the batch reached the runtime stops the run: stop polling a
+// partition before revoking it.
 type Host interface {
 	// Assign registers a partition the source now owns, under a name that is
 	// stable across restarts ("orders/3", a file's identity), reading from start.
