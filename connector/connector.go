@@ -126,6 +126,13 @@ type Source interface {
 	Close(ctx context.Context) error
 }
 
+// ErrTooLarge is wrapped by a sink's error when a group is too large to be
+// written as one (more than a broker or a server accepts at once). The
+// runtime then writes the group again in smaller parts, down to one record,
+// before it counts a failure. A full disk (ENOSPC) or a file too large (EFBIG)
+// is treated the same way.
+var ErrTooLarge = errors.New("connector: group too large")
+
 // ErrEndOfInput is returned by Poll when a finite source has been read to the end.
 var ErrEndOfInput = errors.New("connector: end of input")
 

@@ -132,6 +132,13 @@ func (l *cpLoop) carryOut(ctx context.Context, rd *ready) {
 			s.spec.Name, n, since.Format(time.RFC3339), s.rt.g.spec.Checkpoint.CommitFailureTimeout, l.lastErr))
 	}
 	if len(rd.rewinds) > 0 {
+		for _, r := range rd.rewinds {
+			// Logged at the first rewind of a partition and then at doubling
+			// counts: a sink failing for good must not flood the log.
+			if _, n := l.pol.stall(r.p, s.rt.now()); n&(n-1) == 0 {
+				s.log.Info("rewinding partition to its watermark to replay failed data", "partition", s.partName(r.p), "position", r.pos, "rewinds", n)
+			}
+		}
 		s.requestRewinds(rd.rewinds)
 	}
 	if len(rd.commit) > 0 {
@@ -282,4 +289,5 @@ func (s *sourceRunner) forgetMetrics(p checkpoint.Partition) {
 	name := s.partName(p)
 	s.rt.m.watermark.DeleteLabelValues(s.spec.Name, name)
 	s.rt.m.committed.DeleteLabelValues(s.spec.Name, name)
+	s.rt.m.stalled.DeleteLabelValues(s.spec.Name, name)
 }

@@ -21,6 +21,7 @@ const (
 	DefaultDrainTimeout         = 30 * time.Second
 	DefaultStallWarning         = 60 * time.Second
 	DefaultCommitFailureTimeout = 5 * time.Minute
+	DefaultGiveUpAfter          = 10 * time.Minute
 	DefaultMetricsAddress       = "127.0.0.1:9464" // the command line's; a Spec's zero Address serves nothing
 )
 
@@ -46,6 +47,9 @@ func sinkDefaults(sk *SinkSpec) error {
 	}
 	if b.Overlap == 0 {
 		b.Overlap = DefaultBatchOverlap
+	}
+	if sk.GiveUpAfter == 0 {
+		sk.GiveUpAfter = DefaultGiveUpAfter
 	}
 	if r.MaxAttempts == 0 {
 		r.MaxAttempts = DefaultRetryMaxAttempts

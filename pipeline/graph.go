@@ -173,22 +173,28 @@ func compile(s *Spec) (*graph, error) {
 	isDL := make([]bool, len(sp.Sinks))
 	for i, sk := range sp.Sinks {
 		g.deadLetter[i] = -1
-		if sk.OnFailure == DeadLetter {
+		if sk.OnGiveUp > GiveUpDeadLetter {
+			return nil, specErr("sink %q: unknown on_give_up %d (use halt or dead_letter)", sk.Name, sk.OnGiveUp)
+		}
+		if sk.OnFailure == DeadLetter || sk.OnGiveUp == GiveUpDeadLetter {
 			d, ok := sinkIdx[sk.DeadLetter]
+			dl := sp.Sinks[max(d, 0)]
 			switch {
-			case sk.DeadLetter == "":
+			case sk.DeadLetter == "" && sk.OnFailure == DeadLetter:
 				return nil, specErr("sink %q: on_failure is dead_letter but dead_letter names no sink", sk.Name)
+			case sk.DeadLetter == "":
+				return nil, specErr("sink %q: on_give_up is dead_letter but dead_letter names no sink", sk.Name)
 			case !ok:
 				return nil, specErr("sink %q: dead_letter %q names no sink", sk.Name, sk.DeadLetter)
 			case d == i:
 				return nil, specErr("sink %q: dead_letter must name another sink", sk.Name)
-			case sp.Sinks[d].OnFailure == DeadLetter:
-				return nil, specErr("sink %q: dead_letter sink %q must not itself use on_failure dead_letter (use rewind or halt)", sk.Name, sk.DeadLetter)
+			case dl.OnFailure == DeadLetter || dl.OnGiveUp == GiveUpDeadLetter:
+				return nil, specErr("sink %q: dead_letter sink %q must not itself send records to a dead letter sink (use on_failure rewind or halt, and on_give_up halt)", sk.Name, sk.DeadLetter)
 			}
 			g.deadLetter[i] = d
 			isDL[d] = true
 		} else if sk.DeadLetter != "" {
-			return nil, specErr("sink %q: dead_letter is set but on_failure is not dead_letter", sk.Name)
+			return nil, specErr("sink %q: dead_letter is set but neither on_failure nor on_give_up is dead_letter", sk.Name)
 		}
 	}
 	for i, sk := range sp.Sinks {

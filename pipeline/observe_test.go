@@ -69,12 +69,14 @@ func metric(body, name string, labels ...string) (float64, bool) {
 	return 0, false
 }
 
-// probeSink asks /healthz when the runtime closes it, which it does after
-// shutdown began and before the endpoint stops.
+// probeSink asks /healthz and /readyz when the runtime closes it, which it
+// does after shutdown began and before the endpoint stops.
 type probeSink struct {
 	*blackhole.Sink
-	addr   func() string
-	status atomic.Int32
+	addr        func() string
+	status      atomic.Int32
+	readyStatus atomic.Int32
+	readyBody   atomic.Value
 }
 
 func (p *probeSink) Close(ctx context.Context) error {
@@ -83,13 +85,22 @@ func (p *probeSink) Close(ctx context.Context) error {
 		p.status.Store(int32(resp.StatusCode))
 		resp.Body.Close()
 	}
+	resp, err = http.Get("http://" + p.addr() + "/readyz")
+	if err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		p.readyStatus.Store(int32(resp.StatusCode))
+		p.readyBody.Store(string(b))
+		resp.Body.Close()
+	}
 	return p.Sink.Close(ctx)
 }
 
 // Guarantee: /metrics exposes records in and out per component, batches
 // resolved by status, and each partition's watermark and committed position
-// (the committed gauge is what the source was last asked to commit), and
-// /healthz answers 200 while running and 503 once shutdown began.
+// (the committed gauge is what the source was last asked to commit), every
+// counter from the start, the build and the Go runtime; /healthz answers 200
+// while the process serves (shutting down included) and /readyz 200 while
+// running and 503, saying why, once shutdown began.
 func TestMetricsAndHealthEndpoints(t *testing.T) {
 	src := gen(t, 0, 2, 100)
 	var addr atomic.Value
@@ -103,8 +114,8 @@ func TestMetricsAndHealthEndpoints(t *testing.T) {
 
 	var (
 		once                   sync.Once
-		body, health           string
-		healthCode             int
+		body, health, ready    string
+		healthCode, readyCode  int
 		committed0, committed1 checkpoint.Position
 	)
 	// The hook runs in the checkpointer goroutine, after the gauges are
@@ -118,6 +129,7 @@ func TestMetricsAndHealthEndpoints(t *testing.T) {
 			committed0, committed1 = c0, c1
 			_, body = httpGet(t, "http://"+addrOf()+"/metrics")
 			healthCode, health = httpGet(t, "http://"+addrOf()+"/healthz")
+			readyCode, ready = httpGet(t, "http://"+addrOf()+"/readyz")
 			cancel()
 		})
 	})
@@ -128,8 +140,14 @@ func TestMetricsAndHealthEndpoints(t *testing.T) {
 	if healthCode != http.StatusOK || strings.TrimSpace(health) != "ok" {
 		t.Errorf("/healthz while running: %d %q, want 200 ok", healthCode, health)
 	}
-	if got := sink.status.Load(); got != http.StatusServiceUnavailable {
-		t.Errorf("/healthz during shutdown: %d, want 503", got)
+	if readyCode != http.StatusOK || !strings.Contains(ready, `"ready":true`) {
+		t.Errorf("/readyz while running: %d %q, want 200 and ready", readyCode, ready)
+	}
+	if got := sink.status.Load(); got != http.StatusOK {
+		t.Errorf("/healthz during shutdown: %d, want 200 (the process still works)", got)
+	}
+	if got, body := sink.readyStatus.Load(), sink.readyBody.Load(); got != http.StatusServiceUnavailable || !strings.Contains(body.(string), `"kind":"stopping"`) {
+		t.Errorf("/readyz during shutdown: %d %v, want 503 saying it is stopping", got, body)
 	}
 	positive := []struct {
 		name   string
@@ -149,14 +167,34 @@ func TestMetricsAndHealthEndpoints(t *testing.T) {
 			t.Errorf("%s%v = %v (present %v), want > 0", s.name, s.labels, v, ok)
 		}
 	}
-	for p, want := range map[string]checkpoint.Position{"gen/0": committed0, "gen/1": committed1} {
-		c, ok := metric(body, "weir_partition_committed", "source", "gen", "partition", p)
-		if !ok || c != float64(want) {
-			t.Errorf("weir_partition_committed %s = %v (present %v), want %d, the source's committed offset", p, c, ok, want)
+	zero := []struct {
+		name   string
+		labels []string
+	}{
+		{"weir_records_rejected_total", []string{"component", "out"}},
+		{"weir_sink_errors_total", []string{"sink", "out"}},
+		{"weir_sink_consecutive_failures", []string{"sink", "out"}},
+		{"weir_rewinds_total", []string{"source", "gen"}},
+		{"weir_batches_resolved_total", []string{"source", "gen", "status", "failed"}},
+	}
+	for _, s := range zero {
+		if v, ok := metric(body, s.name, s.labels...); !ok || v != 0 {
+			t.Errorf("%s%v = %v (present %v), want present at 0", s.name, s.labels, v, ok)
 		}
-		w, ok := metric(body, "weir_partition_watermark", "source", "gen", "partition", p)
+	}
+	for _, prefix := range []string{"weir_build_info{", "go_goroutines ", "process_resident_memory_bytes "} {
+		if !strings.Contains(body, "\n"+prefix) {
+			t.Errorf("metrics lack %s", prefix)
+		}
+	}
+	for p, want := range map[string]checkpoint.Position{"gen/0": committed0, "gen/1": committed1} {
+		c, ok := metric(body, "weir_partition_committed_position", "source", "gen", "partition", p)
+		if !ok || c != float64(want) {
+			t.Errorf("weir_partition_committed_position %s = %v (present %v), want %d, the source's committed offset", p, c, ok, want)
+		}
+		w, ok := metric(body, "weir_partition_watermark_position", "source", "gen", "partition", p)
 		if !ok || w < c {
-			t.Errorf("weir_partition_watermark %s = %v (present %v), want at least the committed %v", p, w, ok, c)
+			t.Errorf("weir_partition_watermark_position %s = %v (present %v), want at least the committed %v", p, w, ok, c)
 		}
 	}
 	if t.Failed() {

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"io"
 	"log/slog"
+	"net/http"
 	"time"
 )
 
@@ -14,6 +15,7 @@ type options struct {
 	progress io.Writer
 	interval time.Duration
 	report   func(*Report)
+	mux      *http.ServeMux
 	hooks    testHooks
 }
 
@@ -36,6 +38,11 @@ type testHooks struct {
 
 // WithLogger overrides the default logger (slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithServeMux registers the runtime's endpoints (/metrics, /healthz,
+// /readyz, /debug/stalls) on mux, for a program that serves HTTP itself;
+// Metrics.Address may then stay empty.
+func WithServeMux(mux *http.ServeMux) Option { return func(o *options) { o.mux = mux } }
 
 // WithProgress writes a one-line live progress display to w every interval
 // (records per second in and out, committed positions), overriding the default

@@ -44,6 +44,7 @@ func (s *sourceRunner) poll(pollCtx, hardCtx context.Context) {
 		}
 		return
 	}
+	s.opened.Store(true)
 	s.rewindMu.Lock()
 	s.rewindCtx, s.rewindCancel = context.WithCancelCause(pollCtx)
 	s.rewindMu.Unlock()
@@ -217,7 +218,6 @@ func (s *sourceRunner) doRewinds(pollCtx, ctx context.Context) error {
 		s.restart(r.p, r.epoch, r.pos)
 		s.eof.Store(false)
 		s.rt.m.rewinds.WithLabelValues(s.spec.Name).Inc()
-		s.log.Info("partition rewound to its watermark", "partition", s.partName(r.p), "position", r.pos)
 	}
 	return nil
 }

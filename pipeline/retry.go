@@ -3,7 +3,9 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"syscall"
 	"time"
 
 	"github.com/weir-etl/weir/checkpoint"
@@ -29,21 +31,30 @@ func (s *sinkRunner) fail(recs []record.Record, st checkpoint.AckStatus) {
 
 // retry aborts the failed group and writes it again with exponential backoff
 // and full jitter, within the sink's RetrySettings; when they run out it
-// applies the failure policy to the whole group.
+// applies the failure policy to the whole group (or, once the sink has failed
+// for GiveUpAfter, its OnGiveUp). A group that fails because it is too large
+// for what is left (a full disk, a broker's size limit) is written again in
+// smaller parts first.
 func (s *sinkRunner) retry(ctx context.Context, err error) {
 	r := s.spec.Retry
 	start := time.Now()
 	backoff := r.InitialBackoff
 	for attempt := 1; ; attempt++ {
 		s.rt.m.writeErrors.WithLabelValues(s.spec.Name).Inc()
+		s.noteFailure(err, "write")
 		if aerr := s.spec.Sink.Abort(ctx); aerr != nil {
 			s.log.Warn("abort failed", "err", aerr)
+		}
+		if tooLarge(err) && len(s.group) > 1 {
+			if err = s.writeInParts(ctx); err == nil {
+				return
+			}
+			continue
 		}
 		wait := backoff/2 + rand.N(backoff/2+1)
 		if attempt >= r.MaxAttempts || time.Since(start)+wait > r.MaxElapsed || ctx.Err() != nil {
 			break
 		}
-		s.log.Warn("write failed; retrying", "attempt", attempt, "backoff", wait, "records", len(s.group), "err", err)
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
@@ -51,13 +62,16 @@ func (s *sinkRunner) retry(ctx context.Context, err error) {
 			t.Stop()
 		}
 		backoff = min(backoff*2, r.MaxBackoff)
-		if err = s.rewrite(ctx); err == nil {
+		var recs []record.Record
+		if recs, err = s.rewrite(ctx, s.group); err == nil {
+			s.group = recs
 			s.kept = s.givePositions(s.entries, s.kept)
 			if err = s.spec.Sink.Flush(ctx); err == nil {
 				s.ackGroup()
 				return
 			}
 		}
+		s.group = recs
 		if len(s.group) == 0 {
 			// Every record was rejected and resolved alone; the holds keep
 			// them from being skipped.
@@ -66,43 +80,101 @@ func (s *sinkRunner) retry(ctx context.Context, err error) {
 			return
 		}
 	}
-	s.log.Error("write failed; giving up", "records", len(s.group), "policy", s.spec.OnFailure.String(), "err", err)
+	policy := s.spec.OnFailure
+	if d := s.health.failingFor(s.rt.now()); policy == Rewind && s.spec.GiveUpAfter > 0 && d >= s.spec.GiveUpAfter {
+		policy = Halt
+		if s.spec.OnGiveUp == GiveUpDeadLetter {
+			policy = DeadLetter
+		}
+		s.health.giveUp()
+		err = fmt.Errorf("gave up after failing for %v (give_up_after %v): %w", d.Round(time.Second), s.spec.GiveUpAfter, err)
+	}
+	s.log.Error("write failed; giving up on the group", "records", len(s.group), "policy", policy.String(), "err", err)
 	recs := s.group
 	s.group = nil // policy may keep the slice (dead letters copy it first)
 	resolveEntries(s.entries, entryFailed)
-	s.policy(ctx, recs, checkpoint.Failed, err)
+	s.applyPolicy(ctx, policy, recs, checkpoint.Failed, err)
 	clear(recs)
 	s.group = recs[:0]
 	s.resetGroup()
 }
 
-// rewrite writes the group again after an Abort. A record rejected now is
-// taken out of the group and resolved alone.
-func (s *sinkRunner) rewrite(ctx context.Context) error {
+// tooLarge reports whether err says a group was too large to be written as
+// one: a full disk, a file grown past its limit, or a sink's ErrTooLarge.
+func tooLarge(err error) bool {
+	return errors.Is(err, connector.ErrTooLarge) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EFBIG)
+}
+
+// writeInParts writes the group in parts, halving a part whose write fails
+// because it is too large, down to one record; each part that becomes
+// durable is acknowledged at once. It returns nil when every part was
+// written; otherwise the group keeps the records not written, and the error.
+// The group's progress entries resolve as delivered only when all of it was
+// written (a replay may so write a part again: at least once).
+func (s *sinkRunner) writeInParts(ctx context.Context) error {
 	recs := s.group
+	size := (len(recs) + 1) / 2
+	var err error
+	for len(recs) > 0 {
+		n := min(size, len(recs))
+		if aerr := s.spec.Sink.Abort(ctx); aerr != nil {
+			s.log.Warn("abort failed", "err", aerr)
+		}
+		var part []record.Record
+		if part, err = s.rewrite(ctx, recs[:n]); err == nil {
+			s.kept = s.givePartPositions(recs[n:], s.kept)
+			err = s.spec.Sink.Flush(ctx)
+		}
+		if err != nil {
+			if tooLarge(err) && n > 1 {
+				size = (n + 1) / 2
+				recs = append(part, recs[n:]...)
+				continue
+			}
+			s.group = append(part, recs[n:]...)
+			return err
+		}
+		noteStored(s.kept)
+		s.ack(&s.set, part)
+		clear(recs[:n])
+		recs = recs[n:]
+		s.log.Info("wrote a part of a group too large to write at once", "records", len(part), "left", len(recs))
+	}
+	s.group = s.group[:0]
+	s.ackGroup()
+	return nil
+}
+
+// rewrite writes recs after an Abort and returns them without the records the
+// sink rejected, which are resolved alone.
+func (s *sinkRunner) rewrite(ctx context.Context, recs []record.Record) ([]record.Record, error) {
 	for off := 0; off < len(recs); {
 		err := s.spec.Sink.Write(ctx, recs[off:])
 		if err == nil {
-			return nil
+			return recs, nil
 		}
 		var rej *connector.RejectError
 		if !errors.As(err, &rej) || rej.Index < 0 || off+rej.Index >= len(recs) {
-			return err
+			return recs, err
 		}
 		k := off + rej.Index
 		bad := recs[k]
 		copy(recs[k:], recs[k+1:])
 		recs[len(recs)-1] = record.Record{}
 		recs = recs[:len(recs)-1]
-		s.group = recs
 		s.policy(ctx, []record.Record{bad}, checkpoint.Rejected, err)
 		off = k
 	}
-	return nil
+	return recs, nil
 }
 
 // policy applies the sink's OnFailure to records whose write failed for good.
 func (s *sinkRunner) policy(ctx context.Context, recs []record.Record, st checkpoint.AckStatus, err error) {
+	s.applyPolicy(ctx, s.spec.OnFailure, recs, st, err)
+}
+
+// applyPolicy applies policy to records whose write failed for good.
+func (s *sinkRunner) applyPolicy(ctx context.Context, policy FailurePolicy, recs []record.Record, st checkpoint.AckStatus, err error) {
 	s.failed += int64(len(recs))
 	if st == checkpoint.Rejected {
 		s.rt.m.rejected.WithLabelValues(s.spec.Name).Add(float64(len(recs)))
@@ -113,7 +185,7 @@ func (s *sinkRunner) policy(ctx context.Context, recs []record.Record, st checkp
 			}
 		}
 	}
-	switch s.spec.OnFailure {
+	switch policy {
 	case DeadLetter:
 		s.deadLetter(ctx, recs, err)
 	case Halt:

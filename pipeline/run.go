@@ -161,15 +161,12 @@ func (rt *runtime) run(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// open starts the HTTP endpoints, opens every sink and builds the runners.
+// open builds the runners, starts the HTTP endpoints and opens every sink.
 // Nothing runs yet; on error everything opened is closed again.
 func (rt *runtime) open(ctx context.Context) (server, error) {
 	sp := &rt.g.spec
 	rt.trCounts = make([]trCount, len(rt.g.transforms))
-	srv, err := rt.serve(sp.Metrics.Address)
-	if err != nil {
-		return server{}, err
-	}
+	rt.m.known(rt.g)
 	rt.sinks = make([]*sinkRunner, len(rt.g.sinks))
 	for i, sk := range rt.g.sinks {
 		rt.sinks[i] = newSinkRunner(rt, i, sk)
@@ -177,15 +174,6 @@ func (rt *runtime) open(ctx context.Context) (server, error) {
 	for i, d := range rt.g.deadLetter {
 		if d >= 0 {
 			rt.sinks[i].dl = rt.sinks[d]
-		}
-	}
-	for i, s := range rt.sinks {
-		if err := s.spec.Sink.Open(ctx); err != nil {
-			for _, o := range rt.sinks[:i] {
-				_ = o.spec.Sink.Close(context.WithoutCancel(ctx))
-			}
-			srv.stop()
-			return server{}, fmt.Errorf("pipeline: sink %s: open: %w", s.spec.Name, err)
 		}
 	}
 	rt.stallBy = make([][]Stall, len(sp.Sources))
@@ -198,6 +186,20 @@ func (rt *runtime) open(ctx context.Context) (server, error) {
 	rt.workers = make([]*worker, goruntime.GOMAXPROCS(0))
 	for i := range rt.workers {
 		rt.workers[i] = newWorker(rt)
+	}
+	// The endpoints read the runners: they start once the runners exist.
+	srv, err := rt.serve(sp.Metrics.Address)
+	if err != nil {
+		return server{}, err
+	}
+	for i, s := range rt.sinks {
+		if err := s.spec.Sink.Open(ctx); err != nil {
+			for _, o := range rt.sinks[:i] {
+				_ = o.spec.Sink.Close(context.WithoutCancel(ctx))
+			}
+			srv.stop()
+			return server{}, fmt.Errorf("pipeline: sink %s: open: %w", s.spec.Name, err)
+		}
 	}
 	return srv, nil
 }

@@ -101,6 +101,7 @@ func (s *sinkRunner) back() *sealedGroup { return s.returned(<-s.persisted) }
 func (s *sinkRunner) returned(g *sealedGroup) *sealedGroup {
 	s.out--
 	if g.err == nil {
+		s.noteSuccess()
 		resolveEntries(g.entries, entryDone)
 		noteStored(g.kept)
 	}

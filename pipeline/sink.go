@@ -99,6 +99,9 @@ type sinkRunner struct {
 	stamp    uint64
 	skipped  atomic.Int64
 	mSkipped prometheus.Counter
+
+	health    sinkHealth
+	mFailures prometheus.Gauge
 }
 
 func (s *sinkRunner) run(ctx context.Context) {
@@ -257,6 +260,7 @@ func (s *sinkRunner) flush(ctx context.Context) {
 	s.ackGroup()
 }
 func (s *sinkRunner) ackGroup() {
+	s.noteSuccess()
 	resolveEntries(s.entries, entryDone)
 	noteStored(s.kept)
 	s.ack(&s.set, s.group)
@@ -319,5 +323,6 @@ func (s *sinkRunner) heldBatches(dst []checkpoint.BatchID) []checkpoint.BatchID 
 func newSinkRunner(rt *runtime, idx int, sk SinkSpec) *sinkRunner {
 	return &sinkRunner{rt: rt, idx: idx, spec: sk, in: make(chan chunk, 4), log: rt.log.With("sink", sk.Name),
 		mRecordsIn: rt.m.recordsIn.WithLabelValues(sk.Name), mRecordsOut: rt.m.recordsOut.WithLabelValues(sk.Name),
-		mFlushTime: rt.m.flushTime.WithLabelValues(sk.Name), mSkipped: rt.m.sinkSkipped.WithLabelValues(sk.Name)}
+		mFlushTime: rt.m.flushTime.WithLabelValues(sk.Name), mSkipped: rt.m.sinkSkipped.WithLabelValues(sk.Name),
+		mFailures: rt.m.sinkFailures.WithLabelValues(sk.Name)}
 }

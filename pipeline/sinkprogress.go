@@ -432,3 +432,27 @@ func noteStored(kept []keptPosition) {
 		k.pp.stored = max(k.pp.stored, k.pos)
 	}
 }
+
+// givePartPositions is givePositions for a part of the group, written when the
+// whole was too large: a partition with records still to write stops at the
+// first of them.
+func (s *sinkRunner) givePartPositions(rest []record.Record, kept []keptPosition) []keptPosition {
+	kept = s.givePositions(s.entries, kept)
+	if s.keeper == nil || len(rest) == 0 {
+		return kept
+	}
+	s.gpos = s.gpos[:0]
+	for i := range kept {
+		pp := kept[i].pp
+		name := pp.src.partName(pp.part)
+		for j := range rest {
+			r := &rest[j]
+			if r.Origin.Source == pp.src.spec.Name && r.Origin.Partition == name {
+				kept[i].pos = min(kept[i].pos, max(pp.stored, checkpoint.Position(r.Origin.Offset)))
+			}
+		}
+		s.gpos = append(s.gpos, connector.GroupPosition{Source: pp.src.spec.Name, Partition: name, Position: kept[i].pos})
+	}
+	s.keeper.GroupPositions(s.gpos)
+	return kept
+}

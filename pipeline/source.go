@@ -22,6 +22,9 @@ type sourceRunner struct {
 	log  *slog.Logger
 	cp   *checkpoint.Checkpointer
 	pol  *commitPolicy // the checkpointer goroutine's
+	// reach lists the sinks the source's records can reach (stalls.go); the
+	// checkpointer goroutine's.
+	reach []int
 
 	// hostMu guards the issuer and the partition tables below, so that the
 	// Host's methods may be called from any goroutine (a Kafka client's
@@ -76,6 +79,7 @@ type sourceRunner struct {
 	reqs   chan hostReq  // Revoke and Lost, poller to checkpointer
 	notify chan struct{} // capacity 1: the poller reached or left the end of input
 	eof    atomic.Bool
+	opened atomic.Bool   // Open returned nil
 	cpDone chan struct{} // closed when the checkpointer goroutine returns
 
 	batches batchList

@@ -50,10 +50,30 @@ type SinkSpec struct {
 	Batch              BatchSettings
 	Retry              RetrySettings
 	OnFailure          FailurePolicy
-	// DeadLetter names the sink that receives failed records when OnFailure is
-	// DeadLetter.
+	// DeadLetter names the sink that receives failed records when OnFailure,
+	// or OnGiveUp, is DeadLetter.
 	DeadLetter string
+	// GiveUpAfter is how long a sink may fail without a single successful
+	// flush before it stops retrying and rewinding and applies OnGiveUp:
+	// a sink that fails for good (a full disk, a vanished directory) must
+	// not loop for ever behind a healthy-looking process. Zero means the
+	// default, DefaultGiveUpAfter; negative means never.
+	GiveUpAfter time.Duration
+	// OnGiveUp is Halt (the zero value: stop the run, exit code 3, naming
+	// the sink and its error) or DeadLetter (send what keeps failing to the
+	// DeadLetter sink and go on).
+	OnGiveUp GiveUpPolicy
 }
+
+// GiveUpPolicy is what a sink does once it has failed for GiveUpAfter.
+type GiveUpPolicy uint8
+
+const (
+	// GiveUpHalt stops the run with a *HaltError.
+	GiveUpHalt GiveUpPolicy = iota
+	// GiveUpDeadLetter sends the failing records to the DeadLetter sink.
+	GiveUpDeadLetter
+)
 
 // BatchSettings say when a sink's current group is flushed. Zero fields mean
 // the defaults.
@@ -121,4 +141,7 @@ type MetricsSettings struct {
 	// embedded in a program opens no port unless asked to. The command
 	// line's default is DefaultMetricsAddress.
 	Address string
+	// Pprof serves Go's profiles under /debug/pprof/ on the same listener.
+	// Off by default: profiles show the program's internals.
+	Pprof bool
 }
