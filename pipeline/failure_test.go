@@ -245,7 +245,7 @@ func TestTooLargeGroupIsSplit(t *testing.T) {
 	src := gen(t, n, 1, 100)
 	sink := &tooLargeSink{limit: 30}
 	sp := fastSpec(src, pipeline.SinkSpec{Name: "lake", Inputs: []string{"gen"}, Sink: sink, Batch: pipeline.BatchSettings{MaxRecords: 400}})
-	sp.Sinks[0].Retry.MaxAttempts = 1 // no retry of the whole group: only splitting gets it through
+	sp.Sinks[0].Retry.MaxAttempts = 1         // no retry of the whole group: only splitting gets it through
 	sp.Sinks[0].GiveUpAfter = 5 * time.Second // without splitting, the run halts
 	if err := pipeline.Run(context.Background(), sp, quiet); err != nil {
 		t.Fatal(err)
