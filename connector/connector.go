@@ -39,6 +39,13 @@ type Batch struct {
 	// file the byte offset after the batch's last complete line.
 	End     Position
 	Records []record.Record
+	// CaughtUp says that the source has read everything available for now
+	// (a Kafka fetch returned less than it could, a file source reached the
+	// end of its files); more may come later. The runtime then has the sinks
+	// flush their groups at once instead of at their MaxAge, so that a
+	// backlog's tail does not wait (at most once per MaxAge, so that a
+	// trickling input is not written a record at a time).
+	CaughtUp bool
 }
 
 // Reset empties b, keeping its capacity.

@@ -106,7 +106,11 @@ func (s *sourceRunner) poll(pollCtx, hardCtx context.Context) {
 			return
 		}
 		s.issue(b, ref, name)
+		p, caughtUp := b.Partition, b.CaughtUp
 		if !s.rt.dispatch(hardCtx, s, b, gen) {
+			return
+		}
+		if caughtUp && !s.rt.caughtUp(hardCtx, s, p) {
 			return
 		}
 	}

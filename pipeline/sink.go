@@ -102,6 +102,8 @@ type sinkRunner struct {
 
 	health    sinkHealth
 	mFailures prometheus.Gauge
+
+	caughtUpAt time.Time // the last flush because a source caught up
 }
 
 func (s *sinkRunner) run(ctx context.Context) {
@@ -153,6 +155,16 @@ func (s *sinkRunner) run(ctx context.Context) {
 }
 func (s *sinkRunner) handle(ctx context.Context, c chunk) {
 	if c.flush {
+		if c.caughtUp {
+			// The source has nothing more for now: flush rather than wait
+			// for MaxAge, unless that was done less than MaxAge ago (a
+			// trickle would otherwise be written a record at a time).
+			now := s.rt.now()
+			if len(s.group) == 0 || now.Sub(s.caughtUpAt) < s.spec.Batch.MaxAge {
+				return
+			}
+			s.caughtUpAt = now
+		}
 		s.flush(ctx)
 		return
 	}

@@ -17,6 +17,9 @@ type work struct {
 	batch *connector.Batch
 	gen   uint64 // the partition's assignment when the batch was issued
 	flush bool
+	// caughtUp marks a flush request sent because the source caught up:
+	// sinks honour it at most once per MaxAge.
+	caughtUp bool
 }
 
 // chunk is what a worker hands a sink: records of one poll batch routed to it.
@@ -28,8 +31,9 @@ type chunk struct {
 	src   *sourceRunner
 	part  checkpoint.Partition
 	end   checkpoint.Position
-	gen   uint64
-	flush bool
+	gen      uint64
+	flush    bool
+	caughtUp bool // see work.caughtUp
 }
 
 // worker applies the transform DAG to batches. Workers are sharded by source
@@ -67,7 +71,7 @@ func (w *worker) run() {
 	for wk := range w.in {
 		if wk.flush {
 			for _, s := range w.rt.sinks {
-				s.in <- chunk{flush: true}
+				s.in <- chunk{flush: true, caughtUp: wk.caughtUp}
 			}
 			continue
 		}
@@ -264,6 +268,18 @@ func (rt *runtime) dispatch(ctx context.Context, s *sourceRunner, b *connector.B
 // workerOf returns the worker that every batch of s's partition p goes through.
 func (rt *runtime) workerOf(s *sourceRunner, p checkpoint.Partition) *worker {
 	return rt.workers[(s.idx*31+int(p))%len(rt.workers)]
+}
+
+// caughtUp asks every sink to flush now, behind the batch of s's partition p
+// that the poller just sent: the source has nothing more for now (see
+// connector.Batch.CaughtUp). It reports false when ctx ended first.
+func (rt *runtime) caughtUp(ctx context.Context, s *sourceRunner, p checkpoint.Partition) bool {
+	select {
+	case rt.workerOf(s, p).in <- work{flush: true, caughtUp: true}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // flushSinks asks every sink to flush now, behind every batch already sent:
