@@ -59,7 +59,7 @@ func (s *feedSource) Commit(_ context.Context, cs []connector.Commit) error {
 	return nil
 }
 func (s *feedSource) Seek(context.Context, connector.Partition, connector.Position) error { return nil }
-func (s *feedSource) Close(context.Context) error                                       { return nil }
+func (s *feedSource) Close(context.Context) error                                         { return nil }
 
 // waitCommit waits until the source committed want.
 func (s *feedSource) waitCommit(t *testing.T, want int64) {

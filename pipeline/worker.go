@@ -27,10 +27,10 @@ type work struct {
 // src, part, end and gen say which batch (see sinkprogress.go); src is nil
 // for a chunk of dead letters a sink sends its dead letter sink.
 type chunk struct {
-	recs  *[]record.Record
-	src   *sourceRunner
-	part  checkpoint.Partition
-	end   checkpoint.Position
+	recs     *[]record.Record
+	src      *sourceRunner
+	part     checkpoint.Partition
+	end      checkpoint.Position
 	gen      uint64
 	flush    bool
 	caughtUp bool // see work.caughtUp
