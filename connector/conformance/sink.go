@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -32,6 +33,16 @@ type SinkHarness struct {
 	// durable too. The suite then checks that flushed groups are durable and
 	// in order, and ignores the aborted records in what was written.
 	WritesThrough bool
+	// Reopen returns a new instance of the sink, unopened, over the
+	// destination s writes to, as a restarted process would build it after
+	// a crash: s is abandoned as it is, neither flushed, aborted nor closed.
+	// Nil skips the crash check (for a sink that keeps nothing).
+	Reopen func(t *testing.T, s connector.Sink) connector.Sink
+	// Unwritable returns a record the sink can never write as it is (a
+	// value its format cannot hold), which Write must reject with a
+	// *connector.RejectError. Nil skips the check, for a sink that writes
+	// any record.
+	Unwritable func() record.Record
 }
 
 // durableOK reports whether got durable records satisfy want: exactly,
@@ -83,6 +94,34 @@ func (h SinkHarness) wantWritten(t *testing.T, s connector.Sink, aborted []strin
 	}
 }
 
+// write writes records with the values vals, failing the test on an error.
+func write(t *testing.T, ctx context.Context, s connector.Sink, vals ...string) {
+	t.Helper()
+	if err := s.Write(ctx, recs(vals...)); err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+}
+
+// wantWrittenAnyOrder is wantWritten for values written by different
+// instances of the sink (before and after a crash): the destination need
+// not order them by instance (file names of two runs, say), so only which
+// values, and how many times each, are compared.
+func (h SinkHarness) wantWrittenAnyOrder(t *testing.T, s connector.Sink, aborted []string, want ...string) {
+	t.Helper()
+	if h.Written == nil {
+		return
+	}
+	var got []string
+	for _, v := range h.without(h.Written(t, s), aborted...) {
+		got = append(got, string(bytes.TrimSpace(v)))
+	}
+	slices.Sort(got)
+	want = slices.Sorted(slices.Values(want))
+	if !slices.Equal(got, want) {
+		t.Fatalf("written %q, want %q in any order", got, want)
+	}
+}
+
 func recs(vals ...string) []record.Record {
 	out := make([]record.Record, len(vals))
 	for i, v := range vals {
@@ -121,6 +160,98 @@ func TestSink(t *testing.T, h SinkHarness) {
 			t.Fatalf("durable records: %d, want 3 (two flushed groups, the aborted one never)", got)
 		}
 		h.wantWritten(t, s, []string{`{"n":3}`}, `{"n":1}`, `{"n":2}`, `{"n":4}`)
+	})
+	t.Run("CloseFlushesNothing", func(t *testing.T) {
+		ctx := context.Background()
+		s := h.New(t)
+		if err := s.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		write(t, ctx, s, `{"n":1}`, `{"n":2}`)
+		if err := s.Flush(ctx); err != nil {
+			t.Fatalf("Flush: %v", err)
+		}
+		write(t, ctx, s, `{"n":3}`)
+		// The runtime flushes before Close when it wants the group kept; a
+		// group still open at Close is one it gave up on (a shutdown deadline).
+		if err := s.Close(ctx); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		if got := h.Count(t, s); !h.durableOK(got, 2) {
+			t.Fatalf("durable records after Close: %d, want 2 (the flushed group; Close flushes nothing)", got)
+		}
+		h.wantWritten(t, s, []string{`{"n":3}`}, `{"n":1}`, `{"n":2}`)
+	})
+	t.Run("CrashBetweenWriteAndFlush", func(t *testing.T) {
+		if h.Reopen == nil {
+			t.Skip("the harness has no Reopen")
+		}
+		ctx := context.Background()
+		s := h.New(t)
+		if err := s.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		write(t, ctx, s, `{"n":1}`, `{"n":2}`)
+		if err := s.Flush(ctx); err != nil {
+			t.Fatalf("Flush: %v", err)
+		}
+		unflushed := []string{`{"n":3}`}
+		write(t, ctx, s, `{"n":3}`)
+		if sl, ok := s.(connector.Sealer); ok {
+			// A sealed group is no more durable than a written one until its
+			// Persist returned.
+			if _, err := sl.Seal(ctx); err != nil {
+				t.Fatalf("Seal: %v", err)
+			}
+			write(t, ctx, s, `{"n":4}`)
+			unflushed = append(unflushed, `{"n":4}`)
+		}
+		// The crash: s is left as it is. What a new instance finds is what
+		// Flush made durable, and nothing else.
+		s2 := h.Reopen(t, s)
+		if err := s2.Open(ctx); err != nil {
+			t.Fatalf("Open after the crash: %v", err)
+		}
+		defer s2.Close(ctx)
+		if got := h.Count(t, s2); !h.durableOK(got, 2) {
+			t.Fatalf("durable records after a crash: %d, want 2: the flushed group must survive (Flush returns only once it is durable, not in the process's memory) and the unflushed one must not show", got)
+		}
+		h.wantWrittenAnyOrder(t, s2, unflushed, `{"n":1}`, `{"n":2}`)
+		write(t, ctx, s2, `{"n":5}`)
+		if err := s2.Flush(ctx); err != nil {
+			t.Fatalf("Flush after the crash: %v", err)
+		}
+		if got := h.Count(t, s2); !h.durableOK(got, 3) {
+			t.Fatalf("durable records after a crash and a new flush: %d, want 3", got)
+		}
+		h.wantWrittenAnyOrder(t, s2, unflushed, `{"n":1}`, `{"n":2}`, `{"n":5}`)
+	})
+	t.Run("RejectedRecordIsLeftOut", func(t *testing.T) {
+		if h.Unwritable == nil {
+			t.Skip("the harness has no Unwritable record")
+		}
+		ctx := context.Background()
+		s := h.New(t)
+		if err := s.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close(ctx)
+		rs := []record.Record{record.New([]byte(`{"n":1}`)), h.Unwritable(), record.New([]byte(`{"n":3}`))}
+		err := s.Write(ctx, rs)
+		var rej *connector.RejectError
+		if !errors.As(err, &rej) || rej.Index != 1 {
+			t.Fatalf("Write of [ok, unwritable, ok] returned %v, want a *connector.RejectError with Index 1", err)
+		}
+		// As the runtime does: the records before the rejected one were
+		// accepted, those after it were not and come in the next Write.
+		write(t, ctx, s, `{"n":3}`)
+		if err := s.Flush(ctx); err != nil {
+			t.Fatalf("Flush: %v", err)
+		}
+		if got := h.Count(t, s); !h.durableOK(got, 2) {
+			t.Fatalf("durable records: %d, want 2 (the records around the rejected one, each once)", got)
+		}
+		h.wantWritten(t, s, nil, `{"n":1}`, `{"n":3}`)
 	})
 	t.Run("RuntimeRewindsFailedWrites", func(t *testing.T) {
 		s := h.New(t)
