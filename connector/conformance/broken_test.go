@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
@@ -67,6 +68,10 @@ var brokenCases = []brokenCase{
 		// A rewind of one partition would lose what was fetched of the others.
 		fails: []string{"CancelledPollLosesNothing"},
 		says:  "read with cancelled Polls in between"},
+	{name: "PollIgnoresCancel", run: brokenSource("poll-ignores-cancel"),
+		// A rewind requested while Poll waits would wait for new data.
+		fails: []string{"CancelledPollLosesNothing"},
+		says:  "did not return in time"},
 	{name: "AssignAtZero", run: brokenSource("assign-at-zero"),
 		// Reads from its committed position, tells the runtime it starts at
 		// 0: a rewind to where it began (a Seek to the Assign's start) then
@@ -105,6 +110,7 @@ func TestBrokenConnector(t *testing.T) {
 	if os.Getenv("WEIR_CONFORMANCE_BROKEN") == "" {
 		t.Skip("run by TestSuiteCatchesBrokenConnectors")
 	}
+	conformance.SetCancelledPollDeadline(200 * time.Millisecond)
 	for _, c := range brokenCases {
 		t.Run(c.name, c.run)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
@@ -22,7 +23,8 @@ type listSource struct {
 	dest            *listDest
 	broken          string
 
-	host connector.Host
+	host   connector.Host
+	closed chan struct{} // closed by Close
 
 	// mu guards what follows: Poll and Seek run on the polling goroutine,
 	// Commit on the runtime's checkpointer goroutine.
@@ -45,7 +47,7 @@ type listDest struct {
 }
 
 func newListSource(parts int, dest *listDest, broken string) *listSource {
-	return &listSource{parts: parts, n: 1000, batch: 5, dest: dest, broken: broken}
+	return &listSource{parts: parts, n: 1000, batch: 5, dest: dest, broken: broken, closed: make(chan struct{})}
 }
 
 func (s *listSource) name(i int) string { return fmt.Sprintf("list/%d", i) }
@@ -75,8 +77,19 @@ func (s *listSource) Poll(ctx context.Context, b *connector.Batch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := ctx.Err(); err != nil {
-		if s.broken == "cancel-drops-buffer" {
+		switch s.broken {
+		case "cancel-drops-buffer":
 			s.queue = s.queue[:0]
+		case "poll-ignores-cancel":
+			// Waits for data it has no way to get, ignoring ctx, as a Poll
+			// blocked in a client call without the context would; a time
+			// limit lets the runtime's subtest end.
+			t := time.NewTimer(500 * time.Millisecond)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-s.closed:
+			}
 		}
 		return err
 	}
@@ -165,7 +178,10 @@ func (s *listSource) Seek(ctx context.Context, p checkpoint.Partition, pos check
 	return nil
 }
 
-func (s *listSource) Close(ctx context.Context) error { return nil }
+func (s *listSource) Close(ctx context.Context) error {
+	close(s.closed)
+	return nil
+}
 
 // brokenSink is an in-memory sink over a destination that outlives it (as
 // MemSink's does), broken in one way (see brokenCases).
