@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -195,8 +196,14 @@ func TestSink(t *testing.T, h SinkHarness) {
 		if err := s.Flush(ctx); err != nil {
 			t.Fatalf("Flush: %v", err)
 		}
-		unflushed := []string{`{"n":3}`}
+		// More than a write buffer holds, so that a sink writing the group
+		// where readers look would have some of it there.
+		pad := `{"pad":"` + strings.Repeat("x", 4000) + `"}`
+		unflushed := []string{`{"n":3}`, pad}
 		write(t, ctx, s, `{"n":3}`)
+		for range 256 {
+			write(t, ctx, s, pad)
+		}
 		if sl, ok := s.(connector.Sealer); ok {
 			// A sealed group is no more durable than a written one until its
 			// Persist returned.
