@@ -32,6 +32,11 @@
 //     sink cannot write is a *connector.RejectError with its index, the
 //     records before it are written and those after it are left for the next
 //     Write;
+//   - PositionsAreStoredWithTheirGroup (for a connector.PositionKeeper): the
+//     positions given with a group are stored when the group becomes
+//     durable (Flush, or Persist after Seal) and not before, not by an
+//     aborted group, per source, from a copy of the runtime's slice, and a
+//     crash before the Flush leaves the last durable group's;
 //   - RuntimeRewindsFailedWrites, SealedGroupsPersistInOrder,
 //     RuntimeRetriesFailedPersists: through the runtime, with injected
 //     failures, every record becomes durable and every position is committed.

@@ -260,6 +260,7 @@ func TestSink(t *testing.T, h SinkHarness) {
 		}
 		h.wantWritten(t, s, nil, `{"n":1}`, `{"n":3}`)
 	})
+	t.Run("PositionsAreStoredWithTheirGroup", func(t *testing.T) { testPositionKeeper(t, h) })
 	t.Run("RuntimeRewindsFailedWrites", func(t *testing.T) {
 		s := h.New(t)
 		var mu sync.Mutex
@@ -474,4 +475,99 @@ func testCommitsNeverRegress(t *testing.T, h SourceHarness) {
 	if after == 0 {
 		t.Fatalf("the runtime committed nothing after the failed writes (%d commits before)", rec.n)
 	}
+}
+
+// testPositionKeeper checks a connector.PositionKeeper: the positions given
+// with a group are stored when, and only when, the group is durable, per
+// source and partition, and survive a crash with it.
+func testPositionKeeper(t *testing.T, h SinkHarness) {
+	ctx := context.Background()
+	s := h.New(t)
+	k, ok := s.(connector.PositionKeeper)
+	if !ok {
+		t.Skip("the sink does not keep positions (connector.PositionKeeper)")
+	}
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	parts := []string{"p/0", "p/1"}
+	stored := func(k connector.PositionKeeper, want map[string]connector.Position, when string) {
+		t.Helper()
+		got, err := k.StoredPositions(ctx, "src", parts)
+		if err != nil {
+			t.Fatalf("%s: StoredPositions: %v", when, err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: stored %v, want %v (a partition with nothing stored is left out)", when, got, want)
+		}
+		for p, pos := range want {
+			if got[p] != pos {
+				t.Fatalf("%s: stored %v, want %v", when, got, want)
+			}
+		}
+	}
+	// give hands positions over as the runtime does, in a slice that is the
+	// runtime's: it is overwritten after the call, as the runtime reuses it.
+	give := func(k connector.PositionKeeper, ps ...connector.GroupPosition) {
+		k.GroupPositions(ps)
+		for i := range ps {
+			ps[i] = connector.GroupPosition{Source: "reused", Partition: "reused", Position: -1}
+		}
+	}
+	gp := func(part string, pos connector.Position) connector.GroupPosition {
+		return connector.GroupPosition{Source: "src", Partition: part, Position: pos}
+	}
+	flush := func(s connector.Sink) {
+		t.Helper()
+		if err := s.Flush(ctx); err != nil {
+			t.Fatalf("Flush: %v", err)
+		}
+	}
+	stored(k, nil, "before any group")
+	write(t, ctx, s, `{"n":1}`, `{"n":2}`)
+	give(k, gp("p/0", 10), gp("p/1", 5))
+	stored(k, nil, "before the Flush")
+	flush(s)
+	stored(k, map[string]connector.Position{"p/0": 10, "p/1": 5}, "after the Flush")
+	if other, err := k.StoredPositions(ctx, "other", parts); err != nil || len(other) > 0 {
+		t.Fatalf("positions of another source: %v (%v), want none: positions are per source", other, err)
+	}
+	// A failed group, aborted and written again, as the runtime retries.
+	write(t, ctx, s, `{"n":3}`)
+	give(k, gp("p/0", 20))
+	if err := s.Abort(ctx); err != nil {
+		t.Fatalf("Abort: %v", err)
+	}
+	stored(k, map[string]connector.Position{"p/0": 10, "p/1": 5}, "after an Abort")
+	write(t, ctx, s, `{"n":3}`)
+	give(k, gp("p/0", 20))
+	flush(s)
+	want := map[string]connector.Position{"p/0": 20, "p/1": 5}
+	stored(k, want, "after the retried Flush (a partition not in the group keeps its position)")
+	if sl, ok := s.(connector.Sealer); ok {
+		write(t, ctx, s, `{"n":4}`)
+		give(k, gp("p/1", 15))
+		g, err := sl.Seal(ctx)
+		if err != nil {
+			t.Fatalf("Seal: %v", err)
+		}
+		stored(k, want, "after Seal, before Persist")
+		if err := g.Persist(ctx); err != nil {
+			t.Fatalf("Persist: %v", err)
+		}
+		want = map[string]connector.Position{"p/0": 20, "p/1": 15}
+		stored(k, want, "after Persist")
+	}
+	if h.Reopen == nil {
+		s.Close(ctx)
+		return
+	}
+	write(t, ctx, s, `{"n":5}`)
+	give(k, gp("p/0", 30))
+	s2 := h.Reopen(t, s) // the crash
+	if err := s2.Open(ctx); err != nil {
+		t.Fatalf("Open after the crash: %v", err)
+	}
+	defer s2.Close(ctx)
+	stored(s2.(connector.PositionKeeper), want, "after a crash before the Flush")
 }
