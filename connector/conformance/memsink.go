@@ -11,22 +11,44 @@ import (
 
 // MemSink is an in-memory sink with all-or-nothing groups: what Flush made
 // durable is readable through Values, an aborted group never is. Tests use it
-// as the sink under a FaultSink and as a dead letter sink.
+// as the sink under a FaultSink and as a dead letter sink. Its destination is
+// a store of flushed values that Reopen shares with a new instance, as a
+// database outlives a crashed process.
 type MemSink struct {
+	group [][]byte
+
+	once sync.Once
+	dest *memDest // see destination
+}
+
+// memDest is what a MemSink has made durable.
+type memDest struct {
 	mu      sync.Mutex
-	group   [][]byte
 	flushed [][]byte
+}
+
+// destination returns m's store, creating it on first use so that the zero
+// MemSink works. The sink's goroutine and a test reading Values may both
+// ask, hence the Once.
+func (m *MemSink) destination() *memDest {
+	m.once.Do(func() {
+		if m.dest == nil {
+			m.dest = &memDest{}
+		}
+	})
+	return m.dest
 }
 
 // Open implements connector.Sink.
 func (m *MemSink) Open(ctx context.Context) error { return nil }
 
-// Write implements connector.Sink.
+// Write implements connector.Sink. A record whose value cannot be encoded
+// (fields a transform set to something JSON cannot hold) is rejected.
 func (m *MemSink) Write(ctx context.Context, recs []record.Record) error {
 	for i := range recs {
 		v, err := recs[i].Value()
 		if err != nil {
-			return err
+			return &connector.RejectError{Index: i, Err: err}
 		}
 		m.group = append(m.group, bytes.Clone(v))
 	}
@@ -35,9 +57,10 @@ func (m *MemSink) Write(ctx context.Context, recs []record.Record) error {
 
 // Flush implements connector.Sink.
 func (m *MemSink) Flush(ctx context.Context) error {
-	m.mu.Lock()
-	m.flushed = append(m.flushed, m.group...)
-	m.mu.Unlock()
+	d := m.destination()
+	d.mu.Lock()
+	d.flushed = append(d.flushed, m.group...)
+	d.mu.Unlock()
 	m.group = m.group[:0]
 	return nil
 }
@@ -53,10 +76,15 @@ func (m *MemSink) Close(ctx context.Context) error { return nil }
 
 // Values returns a copy of every flushed value, in order.
 func (m *MemSink) Values() [][]byte {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([][]byte(nil), m.flushed...)
+	d := m.destination()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([][]byte(nil), d.flushed...)
 }
+
+// Reopen returns a new MemSink over m's flushed values, as a restarted
+// process would find them: m's current group is not among them.
+func (m *MemSink) Reopen() *MemSink { return &MemSink{dest: m.destination()} }
 
 // MemSealer is MemSink as a connector.Sealer: Seal hands the group over, and
 // its Persist makes it readable through Values.
@@ -64,20 +92,23 @@ type MemSealer struct{ MemSink }
 
 // Seal implements connector.Sealer.
 func (m *MemSealer) Seal(ctx context.Context) (connector.SealedGroup, error) {
-	g := &memGroup{m: &m.MemSink, vals: m.group}
+	g := &memGroup{d: m.destination(), vals: m.group}
 	m.group = nil
 	return g, nil
 }
 
+// Reopen returns a new MemSealer over m's flushed values; see MemSink.Reopen.
+func (m *MemSealer) Reopen() *MemSealer { return &MemSealer{MemSink{dest: m.destination()}} }
+
 type memGroup struct {
-	m    *MemSink
+	d    *memDest
 	vals [][]byte
 }
 
 func (g *memGroup) Persist(ctx context.Context) error {
-	g.m.mu.Lock()
-	g.m.flushed = append(g.m.flushed, g.vals...)
-	g.m.mu.Unlock()
+	g.d.mu.Lock()
+	g.d.flushed = append(g.d.flushed, g.vals...)
+	g.d.mu.Unlock()
 	return nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,6 +34,16 @@ type SinkHarness struct {
 	// durable too. The suite then checks that flushed groups are durable and
 	// in order, and ignores the aborted records in what was written.
 	WritesThrough bool
+	// Reopen returns a new instance of the sink, unopened, over the
+	// destination s writes to, as a restarted process would build it after
+	// a crash: s is abandoned as it is, neither flushed, aborted nor closed.
+	// Nil skips the crash check (for a sink that keeps nothing).
+	Reopen func(t *testing.T, s connector.Sink) connector.Sink
+	// Unwritable returns a record the sink can never write as it is (a
+	// value its format cannot hold), which Write must reject with a
+	// *connector.RejectError. Nil skips the check, for a sink that writes
+	// any record.
+	Unwritable func() record.Record
 }
 
 // durableOK reports whether got durable records satisfy want: exactly,
@@ -83,6 +95,34 @@ func (h SinkHarness) wantWritten(t *testing.T, s connector.Sink, aborted []strin
 	}
 }
 
+// write writes records with the values vals, failing the test on an error.
+func write(t *testing.T, ctx context.Context, s connector.Sink, vals ...string) {
+	t.Helper()
+	if err := s.Write(ctx, recs(vals...)); err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+}
+
+// wantWrittenAnyOrder is wantWritten for values written by different
+// instances of the sink (before and after a crash): the destination need
+// not order them by instance (file names of two runs, say), so only which
+// values, and how many times each, are compared.
+func (h SinkHarness) wantWrittenAnyOrder(t *testing.T, s connector.Sink, aborted []string, want ...string) {
+	t.Helper()
+	if h.Written == nil {
+		return
+	}
+	var got []string
+	for _, v := range h.without(h.Written(t, s), aborted...) {
+		got = append(got, string(bytes.TrimSpace(v)))
+	}
+	slices.Sort(got)
+	want = slices.Sorted(slices.Values(want))
+	if !slices.Equal(got, want) {
+		t.Fatalf("written %q, want %q in any order", got, want)
+	}
+}
+
 func recs(vals ...string) []record.Record {
 	out := make([]record.Record, len(vals))
 	for i, v := range vals {
@@ -122,6 +162,105 @@ func TestSink(t *testing.T, h SinkHarness) {
 		}
 		h.wantWritten(t, s, []string{`{"n":3}`}, `{"n":1}`, `{"n":2}`, `{"n":4}`)
 	})
+	t.Run("CloseFlushesNothing", func(t *testing.T) {
+		ctx := context.Background()
+		s := h.New(t)
+		if err := s.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		write(t, ctx, s, `{"n":1}`, `{"n":2}`)
+		if err := s.Flush(ctx); err != nil {
+			t.Fatalf("Flush: %v", err)
+		}
+		write(t, ctx, s, `{"n":3}`)
+		// The runtime flushes before Close when it wants the group kept; a
+		// group still open at Close is one it gave up on (a shutdown deadline).
+		if err := s.Close(ctx); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		if got := h.Count(t, s); !h.durableOK(got, 2) {
+			t.Fatalf("durable records after Close: %d, want 2 (the flushed group; Close flushes nothing)", got)
+		}
+		h.wantWritten(t, s, []string{`{"n":3}`}, `{"n":1}`, `{"n":2}`)
+	})
+	t.Run("CrashBetweenWriteAndFlush", func(t *testing.T) {
+		if h.Reopen == nil {
+			t.Skip("the harness has no Reopen")
+		}
+		ctx := context.Background()
+		s := h.New(t)
+		if err := s.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		write(t, ctx, s, `{"n":1}`, `{"n":2}`)
+		if err := s.Flush(ctx); err != nil {
+			t.Fatalf("Flush: %v", err)
+		}
+		// More than a write buffer holds, so that a sink writing the group
+		// where readers look would have some of it there.
+		pad := `{"pad":"` + strings.Repeat("x", 4000) + `"}`
+		unflushed := []string{`{"n":3}`, pad}
+		write(t, ctx, s, `{"n":3}`)
+		for range 256 {
+			write(t, ctx, s, pad)
+		}
+		if sl, ok := s.(connector.Sealer); ok {
+			// A sealed group is no more durable than a written one until its
+			// Persist returned.
+			if _, err := sl.Seal(ctx); err != nil {
+				t.Fatalf("Seal: %v", err)
+			}
+			write(t, ctx, s, `{"n":4}`)
+			unflushed = append(unflushed, `{"n":4}`)
+		}
+		// The crash: s is left as it is. What a new instance finds is what
+		// Flush made durable, and nothing else.
+		s2 := h.Reopen(t, s)
+		if err := s2.Open(ctx); err != nil {
+			t.Fatalf("Open after the crash: %v", err)
+		}
+		defer s2.Close(ctx)
+		if got := h.Count(t, s2); !h.durableOK(got, 2) {
+			t.Fatalf("durable records after a crash: %d, want 2: the flushed group must survive (Flush returns only once it is durable, not in the process's memory) and the unflushed one must not show", got)
+		}
+		h.wantWrittenAnyOrder(t, s2, unflushed, `{"n":1}`, `{"n":2}`)
+		write(t, ctx, s2, `{"n":5}`)
+		if err := s2.Flush(ctx); err != nil {
+			t.Fatalf("Flush after the crash: %v", err)
+		}
+		if got := h.Count(t, s2); !h.durableOK(got, 3) {
+			t.Fatalf("durable records after a crash and a new flush: %d, want 3", got)
+		}
+		h.wantWrittenAnyOrder(t, s2, unflushed, `{"n":1}`, `{"n":2}`, `{"n":5}`)
+	})
+	t.Run("RejectedRecordIsLeftOut", func(t *testing.T) {
+		if h.Unwritable == nil {
+			t.Skip("the harness has no Unwritable record")
+		}
+		ctx := context.Background()
+		s := h.New(t)
+		if err := s.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close(ctx)
+		rs := []record.Record{record.New([]byte(`{"n":1}`)), h.Unwritable(), record.New([]byte(`{"n":3}`))}
+		err := s.Write(ctx, rs)
+		var rej *connector.RejectError
+		if !errors.As(err, &rej) || rej.Index != 1 {
+			t.Fatalf("Write of [ok, unwritable, ok] returned %v, want a *connector.RejectError with Index 1", err)
+		}
+		// As the runtime does: the records before the rejected one were
+		// accepted, those after it were not and come in the next Write.
+		write(t, ctx, s, `{"n":3}`)
+		if err := s.Flush(ctx); err != nil {
+			t.Fatalf("Flush: %v", err)
+		}
+		if got := h.Count(t, s); !h.durableOK(got, 2) {
+			t.Fatalf("durable records: %d, want 2 (the records around the rejected one, each once)", got)
+		}
+		h.wantWritten(t, s, nil, `{"n":1}`, `{"n":3}`)
+	})
+	t.Run("PositionsAreStoredWithTheirGroup", func(t *testing.T) { testPositionKeeper(t, h) })
 	t.Run("RuntimeRewindsFailedWrites", func(t *testing.T) {
 		s := h.New(t)
 		var mu sync.Mutex
@@ -336,4 +475,99 @@ func testCommitsNeverRegress(t *testing.T, h SourceHarness) {
 	if after == 0 {
 		t.Fatalf("the runtime committed nothing after the failed writes (%d commits before)", rec.n)
 	}
+}
+
+// testPositionKeeper checks a connector.PositionKeeper: the positions given
+// with a group are stored when, and only when, the group is durable, per
+// source and partition, and survive a crash with it.
+func testPositionKeeper(t *testing.T, h SinkHarness) {
+	ctx := context.Background()
+	s := h.New(t)
+	k, ok := s.(connector.PositionKeeper)
+	if !ok {
+		t.Skip("the sink does not keep positions (connector.PositionKeeper)")
+	}
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	parts := []string{"p/0", "p/1"}
+	stored := func(k connector.PositionKeeper, want map[string]connector.Position, when string) {
+		t.Helper()
+		got, err := k.StoredPositions(ctx, "src", parts)
+		if err != nil {
+			t.Fatalf("%s: StoredPositions: %v", when, err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: stored %v, want %v (a partition with nothing stored is left out)", when, got, want)
+		}
+		for p, pos := range want {
+			if got[p] != pos {
+				t.Fatalf("%s: stored %v, want %v", when, got, want)
+			}
+		}
+	}
+	// give hands positions over as the runtime does, in a slice that is the
+	// runtime's: it is overwritten after the call, as the runtime reuses it.
+	give := func(k connector.PositionKeeper, ps ...connector.GroupPosition) {
+		k.GroupPositions(ps)
+		for i := range ps {
+			ps[i] = connector.GroupPosition{Source: "reused", Partition: "reused", Position: -1}
+		}
+	}
+	gp := func(part string, pos connector.Position) connector.GroupPosition {
+		return connector.GroupPosition{Source: "src", Partition: part, Position: pos}
+	}
+	flush := func(s connector.Sink) {
+		t.Helper()
+		if err := s.Flush(ctx); err != nil {
+			t.Fatalf("Flush: %v", err)
+		}
+	}
+	stored(k, nil, "before any group")
+	write(t, ctx, s, `{"n":1}`, `{"n":2}`)
+	give(k, gp("p/0", 10), gp("p/1", 5))
+	stored(k, nil, "before the Flush")
+	flush(s)
+	stored(k, map[string]connector.Position{"p/0": 10, "p/1": 5}, "after the Flush")
+	if other, err := k.StoredPositions(ctx, "other", parts); err != nil || len(other) > 0 {
+		t.Fatalf("positions of another source: %v (%v), want none: positions are per source", other, err)
+	}
+	// A failed group, aborted and written again, as the runtime retries.
+	write(t, ctx, s, `{"n":3}`)
+	give(k, gp("p/0", 20))
+	if err := s.Abort(ctx); err != nil {
+		t.Fatalf("Abort: %v", err)
+	}
+	stored(k, map[string]connector.Position{"p/0": 10, "p/1": 5}, "after an Abort")
+	write(t, ctx, s, `{"n":3}`)
+	give(k, gp("p/0", 20))
+	flush(s)
+	want := map[string]connector.Position{"p/0": 20, "p/1": 5}
+	stored(k, want, "after the retried Flush (a partition not in the group keeps its position)")
+	if sl, ok := s.(connector.Sealer); ok {
+		write(t, ctx, s, `{"n":4}`)
+		give(k, gp("p/1", 15))
+		g, err := sl.Seal(ctx)
+		if err != nil {
+			t.Fatalf("Seal: %v", err)
+		}
+		stored(k, want, "after Seal, before Persist")
+		if err := g.Persist(ctx); err != nil {
+			t.Fatalf("Persist: %v", err)
+		}
+		want = map[string]connector.Position{"p/0": 20, "p/1": 15}
+		stored(k, want, "after Persist")
+	}
+	if h.Reopen == nil {
+		s.Close(ctx)
+		return
+	}
+	write(t, ctx, s, `{"n":5}`)
+	give(k, gp("p/0", 30))
+	s2 := h.Reopen(t, s) // the crash
+	if err := s2.Open(ctx); err != nil {
+		t.Fatalf("Open after the crash: %v", err)
+	}
+	defer s2.Close(ctx)
+	stored(s2.(connector.PositionKeeper), want, "after a crash before the Flush")
 }

@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
@@ -19,58 +22,150 @@ type SourceHarness struct {
 	New func(t *testing.T) connector.Source
 }
 
-// host is a minimal connector.Host driving a Checkpointer directly.
+// host is a minimal connector.Host driving a Checkpointer directly, as the
+// runtime does, and refusing what the runtime refuses. The test goroutine
+// polls; a source may call Revoke or Lost from its own goroutine while Poll
+// is blocked, hence the lock.
 type host struct {
-	cp     *checkpoint.Checkpointer
-	iss    *checkpoint.AckIssuer
+	cp  *checkpoint.Checkpointer
+	iss *checkpoint.AckIssuer
+
+	mu     sync.Mutex
 	byName map[string]checkpoint.Partition
+	names  map[checkpoint.Partition]string
+	// starts is where each partition now assigned was assigned (or, after
+	// seekTo, sought); a revoked or lost partition has none.
 	starts map[checkpoint.Partition]checkpoint.Position
-	next   map[checkpoint.Partition]checkpoint.Position // where the next batch begins
+	// next is where each assigned partition's next batch begins.
+	next map[checkpoint.Partition]checkpoint.Position
+	// firstAssign is the start the first Assign of each name gave.
+	firstAssign map[string]checkpoint.Position
 }
 
 func newHost() *host {
 	cp := checkpoint.New()
 	return &host{cp: cp, iss: cp.NewIssuer(), byName: map[string]checkpoint.Partition{},
-		starts: map[checkpoint.Partition]checkpoint.Position{}, next: map[checkpoint.Partition]checkpoint.Position{}}
+		names:  map[checkpoint.Partition]string{},
+		starts: map[checkpoint.Partition]checkpoint.Position{}, next: map[checkpoint.Partition]checkpoint.Position{},
+		firstAssign: map[string]checkpoint.Position{}}
 }
 
 func (h *host) Assign(name string, start checkpoint.Position) checkpoint.Partition {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	p, ok := h.byName[name]
 	if !ok {
 		p = checkpoint.Partition(len(h.byName))
 		h.byName[name] = p
+		h.names[p] = name
+	}
+	if _, ok := h.firstAssign[name]; !ok {
+		h.firstAssign[name] = start
 	}
 	h.starts[p] = start
-	delete(h.next, p)
+	h.next[p] = start
 	h.iss.Assign(p, start)
 	return p
 }
+
 func (h *host) Revoke(ctx context.Context, ps ...checkpoint.Partition) error {
-	for _, p := range ps {
-		h.iss.Revoke(p)
-	}
+	h.forget(ps)
 	return nil
 }
-func (h *host) Skip(string, int64)   {}
-func (h *host) Unread(string, int64) {}
-func (h *host) Lost(ps ...checkpoint.Partition) {
+
+func (h *host) Lost(ps ...checkpoint.Partition) { h.forget(ps) }
+
+func (h *host) forget(ps []checkpoint.Partition) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	for _, p := range ps {
+		delete(h.starts, p)
+		delete(h.next, p)
 		h.iss.Revoke(p)
 	}
 }
+
+func (h *host) Skip(string, int64)   {}
+func (h *host) Unread(string, int64) {}
 func (h *host) Logger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-type polled struct {
-	ref  checkpoint.AckRef
-	end  checkpoint.Position
-	vals [][]byte
+// seekTo rewinds p to pos as the runtime does: Seek, then a new epoch.
+func (h *host) seekTo(t *testing.T, ctx context.Context, s connector.Source, p checkpoint.Partition, pos checkpoint.Position) {
+	t.Helper()
+	if err := s.Seek(ctx, p, pos); err != nil {
+		t.Fatalf("Seek of partition %s to %d: %v", h.name(p), pos, err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.starts[p] = pos
+	h.next[p] = pos
+	h.iss.Assign(p, pos)
 }
 
-// pollUntil polls until partition p (or, when p < 0, any partition) has n
-// non-empty batches, and returns them and the partition.
-func pollUntil(t *testing.T, ctx context.Context, s connector.Source, h *host, p int, n int) ([]polled, checkpoint.Partition) {
+func (h *host) name(p checkpoint.Partition) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.names[p]
+}
+
+// polled is one batch the suite polled: its reference, not yet released,
+// and copies of what it needs of the records.
+type polled struct {
+	ref        checkpoint.AckRef
+	part       checkpoint.Partition
+	name       string
+	start, end checkpoint.Position // where the batch begins (the last one's end) and ends
+	vals       [][]byte
+	offs       []int64
+}
+
+// accept checks b as the runtime checks every batch, issues its reference
+// and copies what the suite needs. It stops the test on a batch the runtime
+// would refuse.
+func (h *host) accept(t *testing.T, b *connector.Batch) polled {
 	t.Helper()
-	by := map[checkpoint.Partition][]polled{}
+	h.mu.Lock()
+	start, ok := h.next[b.Partition]
+	name := h.names[b.Partition]
+	h.mu.Unlock()
+	if !ok {
+		t.Fatalf("Poll returned a batch of partition %d, which is not assigned (never, or revoked or lost since): call Host.Assign first, and return no batch of a partition after giving it up", b.Partition)
+	}
+	// A batch's positions go on from where the last one ended; its records
+	// carry their own positions, in order, within the batch's
+	// (connector.Position). The runtime refuses batches that break either.
+	if b.End < start {
+		t.Fatalf("a batch of partition %s ends at %d, before where it begins (%d, the last batch's end): positions must not go back", name, b.End, start)
+	}
+	last := start
+	for i := range b.Records {
+		off := checkpoint.Position(b.Records[i].Origin.Offset)
+		if off < last || off >= b.End {
+			t.Fatalf("record %d of a batch of partition %s has offset %d: want offsets in order within [%d, %d), the batch's positions", i, name, off, start, b.End)
+		}
+		last = off
+	}
+	h.mu.Lock()
+	h.next[b.Partition] = b.End
+	h.mu.Unlock()
+	pb := polled{ref: h.iss.Issue(b.Partition, b.End), part: b.Partition, name: name, start: start, end: b.End}
+	for i := range b.Records {
+		v, err := b.Records[i].Value()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pb.vals = append(pb.vals, bytes.Clone(v))
+		pb.offs = append(pb.offs, b.Records[i].Origin.Offset)
+	}
+	return pb
+}
+
+// pollUntil polls until the partition called name (or, when name is "",
+// any partition) has n non-empty batches, and returns them, their references
+// unreleased. Other batches are released as delivered.
+func pollUntil(t *testing.T, ctx context.Context, s connector.Source, h *host, name string, n int) []polled {
+	t.Helper()
+	by := map[string][]polled{}
 	for range 10000 {
 		var b connector.Batch
 		if err := s.Poll(ctx, &b); err != nil {
@@ -79,50 +174,65 @@ func pollUntil(t *testing.T, ctx context.Context, s connector.Source, h *host, p
 			}
 			t.Fatalf("Poll: %v", err)
 		}
-		// Every record carries its own position: offsets from where the
-		// batch begins, in order, below its end (connector.Position). The
-		// runtime refuses batches that break it.
-		start, ok := h.next[b.Partition]
-		if !ok {
-			start = h.starts[b.Partition]
-		}
-		last := start
-		for i := range b.Records {
-			off := checkpoint.Position(b.Records[i].Origin.Offset)
-			if off < last || off >= b.End {
-				t.Fatalf("record %d of a batch of partition %d has offset %d: want offsets in order within [%d, %d), the batch's positions", i, b.Partition, off, start, b.End)
-			}
-			last = off
-		}
-		h.next[b.Partition] = b.End
-		ref := h.iss.Issue(b.Partition, b.End)
-		if len(b.Records) == 0 || (p >= 0 && int(b.Partition) != p) {
-			ref.Release(checkpoint.Delivered)
+		pb := h.accept(t, &b)
+		if len(pb.vals) == 0 || (name != "" && pb.name != name) {
+			pb.ref.Release(checkpoint.Delivered)
 			continue
 		}
-		pb := polled{ref: ref, end: b.End}
-		for i := range b.Records {
-			v, err := b.Records[i].Value()
-			if err != nil {
-				t.Fatal(err)
-			}
-			pb.vals = append(pb.vals, bytes.Clone(v))
-		}
-		by[b.Partition] = append(by[b.Partition], pb)
-		if len(by[b.Partition]) == n {
-			return by[b.Partition], b.Partition
+		by[pb.name] = append(by[pb.name], pb)
+		if len(by[pb.name]) == n {
+			return by[pb.name]
 		}
 	}
 	t.Fatalf("no partition had %d non-empty batches after 10000 polls", n)
-	return nil, 0
+	return nil
 }
 
-func flatten(bs []polled) [][]byte {
-	var out [][]byte
-	for _, b := range bs {
-		out = append(out, b.vals...)
+// readN polls partition name until it returned n records and returns their
+// values and offsets, releasing every batch as delivered.
+func readN(t *testing.T, ctx context.Context, s connector.Source, h *host, name string, n int) ([][]byte, []int64) {
+	t.Helper()
+	var vals [][]byte
+	var offs []int64
+	for len(vals) < n {
+		b := pollUntil(t, ctx, s, h, name, 1)[0]
+		b.ref.Release(checkpoint.Delivered)
+		vals = append(vals, b.vals...)
+		offs = append(offs, b.offs...)
 	}
-	return out
+	return vals[:n], offs[:n]
+}
+
+func flatten(bs []polled) ([][]byte, []int64) {
+	var vals [][]byte
+	var offs []int64
+	for _, b := range bs {
+		vals = append(vals, b.vals...)
+		offs = append(offs, b.offs...)
+	}
+	return vals, offs
+}
+
+func releaseAll(bs []polled) {
+	for i := range bs {
+		bs[i].ref.Release(checkpoint.Delivered)
+	}
+}
+
+// sameRecords fails the test unless the records read (got) are those
+// expected (want), value and offset alike: a replay must bring each record
+// back with the position it had, since the runtime recognises by its offset
+// a record a sink already holds.
+func sameRecords(t *testing.T, what string, gotVals [][]byte, gotOffs []int64, wantVals [][]byte, wantOffs []int64) {
+	t.Helper()
+	for i := range wantVals {
+		if !bytes.Equal(gotVals[i], wantVals[i]) {
+			t.Fatalf("%s, record %d is %s, want %s", what, i, gotVals[i], wantVals[i])
+		}
+	}
+	if !slices.Equal(gotOffs, wantOffs) {
+		t.Fatalf("%s, the records carry offsets %v, want %v, the offsets they had the first time", what, gotOffs, wantOffs)
+	}
 }
 
 // TestSource runs the source suite.
@@ -135,7 +245,8 @@ func TestSource(t *testing.T, h SourceHarness) {
 		if err := s.Open(ctx, hs); err != nil {
 			t.Fatal(err)
 		}
-		bs, p := pollUntil(t, ctx, s, hs, -1, 5)
+		bs := pollUntil(t, ctx, s, hs, "", 5)
+		name, p := bs[0].name, bs[0].part
 		// Deliver A, B and D; fail C and E.
 		for i, st := range []checkpoint.AckStatus{checkpoint.Delivered, checkpoint.Delivered, checkpoint.Failed, checkpoint.Delivered, checkpoint.Failed} {
 			bs[i].ref.Release(st)
@@ -160,20 +271,17 @@ func TestSource(t *testing.T, h SourceHarness) {
 			t.Fatal(err)
 		}
 		defer s2.Close(ctx)
-		want := flatten(bs[2:])
-		var got [][]byte
-		for len(got) < len(want) {
-			again, _ := pollUntil(t, ctx, s2, hs2, int(p), 1)
-			again[0].ref.Release(checkpoint.Delivered)
-			got = append(got, again[0].vals...)
-		}
-		for i := range want {
-			if !bytes.Equal(got[i], want[i]) {
-				t.Fatalf("after restart, record %d is %s, want %s (C, D and E again, nothing committed past C)", i, got[i], want[i])
-			}
+		wantVals, wantOffs := flatten(bs[2:])
+		gotVals, gotOffs := readN(t, ctx, s2, hs2, name, len(wantVals))
+		sameRecords(t, "after restart (C, D and E again, nothing committed past C)", gotVals, gotOffs, wantVals, wantOffs)
+		hs2.mu.Lock()
+		start := hs2.firstAssign[name]
+		hs2.mu.Unlock()
+		if start != bs[1].end {
+			t.Fatalf("after restart the source assigned partition %s at %d, want %d, the position it committed: Assign each partition at its committed position", name, start, bs[1].end)
 		}
 	})
-	t.Run("SeekReplays", func(t *testing.T) {
+	t.Run("SeekReadsExactlyFromThePosition", func(t *testing.T) {
 		ctx := context.Background()
 		s := h.New(t)
 		hs := newHost()
@@ -181,19 +289,94 @@ func TestSource(t *testing.T, h SourceHarness) {
 			t.Fatal(err)
 		}
 		defer s.Close(ctx)
-		bs, p := pollUntil(t, ctx, s, hs, -1, 2)
-		for i := range bs {
-			bs[i].ref.Release(checkpoint.Delivered)
-		}
-		if err := s.Seek(ctx, p, bs[0].end); err != nil {
-			t.Fatalf("Seek: %v", err)
-		}
-		hs.iss.Assign(p, bs[0].end)
-		hs.next[p] = bs[0].end
-		again, _ := pollUntil(t, ctx, s, hs, int(p), 1)
-		again[0].ref.Release(checkpoint.Delivered)
-		if !bytes.Equal(again[0].vals[0], bs[1].vals[0]) {
-			t.Fatalf("after Seek to the end of the first batch, read %s, want %s", again[0].vals[0], bs[1].vals[0])
-		}
+		bs := pollUntil(t, ctx, s, hs, "", 3)
+		releaseAll(bs)
+		name, p := bs[0].name, bs[0].part
+		// To the end of the first batch: the second and third again.
+		hs.seekTo(t, ctx, s, p, bs[0].end)
+		wantVals, wantOffs := flatten(bs[1:])
+		gotVals, gotOffs := readN(t, ctx, s, hs, name, len(wantVals))
+		sameRecords(t, "after Seek to the end of the first batch", gotVals, gotOffs, wantVals, wantOffs)
+		// To where the first batch began: all three.
+		hs.seekTo(t, ctx, s, p, bs[0].start)
+		wantVals, wantOffs = flatten(bs)
+		gotVals, gotOffs = readN(t, ctx, s, hs, name, len(wantVals))
+		sameRecords(t, "after Seek back to where the first batch began", gotVals, gotOffs, wantVals, wantOffs)
 	})
+	t.Run("CancelledPollLosesNothing", func(t *testing.T) { testCancelledPoll(t, h) })
+}
+
+// testCancelledPoll checks that a Poll whose context is cancelled keeps what
+// the source has buffered: the runtime cancels the Poll in progress to apply
+// a rewind of one partition, and every other partition's data must still
+// come, in order. It polls with a live context and a cancelled one in turn,
+// then seeks back and checks that the partition read the same records.
+func testCancelledPoll(t *testing.T, h SourceHarness) {
+	ctx := context.Background()
+	s := h.New(t)
+	hs := newHost()
+	if err := s.Open(ctx, hs); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	var bs []polled // the non-empty batches of the first partition with records
+	take := func(pb polled) {
+		if len(pb.vals) > 0 && (len(bs) == 0 || pb.name == bs[0].name) {
+			bs = append(bs, pb)
+			return
+		}
+		pb.ref.Release(checkpoint.Delivered)
+	}
+	for polls := 0; len(bs) < 4; polls++ {
+		if polls == 10000 {
+			t.Fatal("no partition had 4 non-empty batches after 10000 polls")
+		}
+		var b connector.Batch
+		if err := s.Poll(ctx, &b); err != nil {
+			if errors.Is(err, connector.ErrEndOfInput) {
+				t.Fatal("input ended before a partition had 4 non-empty batches")
+			}
+			t.Fatalf("Poll: %v", err)
+		}
+		take(hs.accept(t, &b))
+		for range 2 {
+			// Either an error or a batch: a Poll that had a batch at hand may
+			// return it, as long as nothing is lost.
+			var b connector.Batch
+			if err := pollWithin(cancelled, s, &b, cancelledPollDeadline); err == nil {
+				take(hs.accept(t, &b))
+			} else if errors.Is(err, errPollHung) {
+				t.Fatal(err)
+			}
+		}
+	}
+	releaseAll(bs)
+	// The same records again, with no cancellation in between, are what
+	// the first reading should have returned.
+	firstVals, firstOffs := flatten(bs)
+	hs.seekTo(t, ctx, s, bs[0].part, bs[0].start)
+	wantVals, wantOffs := readN(t, ctx, s, hs, bs[0].name, len(firstVals))
+	sameRecords(t, "read with cancelled Polls in between (compared with a reading without, after Seek)", firstVals, firstOffs, wantVals, wantOffs)
+}
+
+// cancelledPollDeadline is how long a Poll with a cancelled context may
+// take; far more than any source needs, so that a slow machine never fails.
+var cancelledPollDeadline = 10 * time.Second
+
+var errPollHung = errors.New("conformance: a Poll did not return in time although its context was cancelled: Poll must return when ctx is done, keeping what it has buffered (the runtime cancels it to apply a rewind)")
+
+// pollWithin calls Poll and waits at most d for it to return.
+func pollWithin(ctx context.Context, s connector.Source, b *connector.Batch, d time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- s.Poll(ctx, b) }()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-timer.C:
+		return errPollHung
+	}
 }
