@@ -50,17 +50,17 @@ func TestFullExample(t *testing.T) {
 	wantSinks := []pipeline.SinkSpec{
 		{
 			Name: "warehouse", Inputs: []string{"items"},
-			Sink:             &testSink{name: "warehouse", cfg: &testSinkConfig{Dir: "/var/out"}},
-			Batch:            pipeline.BatchSettings{MaxRecords: 500, MaxBytes: 4 << 20, MaxAge: 2 * time.Second, Overlap: 3},
-			Retry:            pipeline.RetrySettings{MaxAttempts: 3, InitialBackoff: 50 * time.Millisecond, MaxBackoff: 5 * time.Second, MaxElapsed: 30 * time.Second},
-			OnFailure:        pipeline.DeadLetter, DeadLetter: "failed",
+			Sink:      &testSink{name: "warehouse", cfg: &testSinkConfig{Dir: "/var/out"}},
+			Batch:     pipeline.BatchSettings{MaxRecords: 500, MaxBytes: 4 << 20, MaxAge: 2 * time.Second, Overlap: 3},
+			Retry:     pipeline.RetrySettings{MaxAttempts: 3, InitialBackoff: 50 * time.Millisecond, MaxBackoff: 5 * time.Second, MaxElapsed: 30 * time.Second},
+			OnFailure: pipeline.DeadLetter, DeadLetter: "failed",
 		},
 		{
 			Name: "failed", Sink: &testSink{name: "failed", cfg: &testSinkConfig{Dir: "/var/failed"}}, Batch: defBatch, Retry: defRetry, OnFailure: pipeline.Halt,
 		},
 		{
 			Name: "debug", Inputs: []string{"by_region.eu"},
-			Sink:             &testSink{name: "debug", cfg: &testSinkConfig{Dir: "/tmp/debug"}},
+			Sink:               &testSink{name: "debug", cfg: &testSinkConfig{Dir: "/tmp/debug"}},
 			NoAcknowledgements: true, Batch: defBatch, Retry: defRetry,
 		},
 	}
