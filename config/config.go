@@ -1,16 +1,30 @@
 // Package config loads a pipeline file (YAML) into a *pipeline.Spec.
 //
-// Loading is two passes. The first reads the whole file and checks everything
-// it can without creating anything: component types, every option (decoded
-// strictly into the connector's configuration struct and validated), the
-// expressions of transforms, and the graph of inputs. It collects every problem
-// rather than stopping at the first, so a user fixes a file in one go; when
-// there is any, Load returns them all as *Errors. Only a file without problems
-// reaches the second pass, which builds the sources, sinks and transforms.
+// The loader reads the whole file in one pass and reports every problem it
+// finds rather than stopping at the first, so a user fixes a file in one go;
+// when there is any, Load returns them all as *Errors, each at its line.
+//
+// The rules are split by who can know them. The loader checks what only the
+// file can tell: its YAML, sections and keys, component types, the options of
+// each connector (decoded strictly into the connector's configuration struct,
+// then its Validate method, whose field errors are reported at their own
+// options' lines), the expressions of transforms, and settings written as 0.
+// Every component whose own options are valid is built (Build acquires
+// nothing), and a stand-in takes the place of one that is not. Then the
+// rules of a pipeline, its graph, names, dead letters and settings, are
+// pipeline.Validate's: the loader calls it on the Spec it read and reports
+// each problem at the line of the setting it names. `weir validate` therefore
+// refuses exactly what `weir run` would, with the same words. The defaults are
+// pipeline's too (pipeline.FillDefaults), filled into the Spec so that what
+// `weir validate` accepts is what runs.
 //
 // ${NAME} and ${NAME:-default} in any value are replaced from the environment
 // before decoding. Such values are treated as secrets: errors show the
 // ${NAME} reference, never the value. docs/config.md describes the schema.
+//
+// Errors that config's functions return begin with "config: ". The problems
+// inside an *Errors are in the form editors recognise, "file:line: field:
+// message", under a summary line that carries the prefix.
 package config
 
 import (
@@ -21,32 +35,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/weir-etl/weir/pipeline"
-)
-
-// The defaults of settings a file leaves out. The spec carries them
-// explicitly, so that what `weir validate` shows is what runs.
-const (
-	defaultCommitInterval     = 5 * time.Second
-	defaultShutdownTimeout    = 30 * time.Second
-	defaultDrainTimeout       = 30 * time.Second
-	defaultStallWarning       = 60 * time.Second
-	defaultMaxInFlightBatches = 1024
-	defaultMaxInFlightBytes   = 64 << 20
-	defaultMetricsAddress     = "127.0.0.1:9464"
-
-	defaultBatchMaxRecords = 10000
-	defaultBatchMaxBytes   = 8 << 20
-	defaultBatchMaxAge     = time.Second
-
-	defaultRetryMaxAttempts    = 5
-	defaultRetryInitialBackoff = 100 * time.Millisecond
-	defaultRetryMaxBackoff     = 10 * time.Second
-	defaultRetryMaxElapsed     = time.Minute
 )
 
 // Load reads and loads the pipeline file at path. When the file is invalid
@@ -84,6 +76,8 @@ type loader struct {
 	file   string
 	lookup func(string) (string, bool)
 	errs   []*Error
+	// bad are the fields whose values did not decode (see badValue).
+	bad []string
 
 	// original maps a scalar whose value was substituted to the text the
 	// file wrote, which is what errors show.
@@ -165,14 +159,15 @@ func parse(name string, data []byte, lookup func(string) (string, bool)) (*pipel
 	}
 	l.substituteTree(root, "")
 
-	p := &pipelineFile{loader: l, names: make(map[string]nameUse)}
+	p := &pipelineFile{loader: l, comps: make(map[component]place), sections: make(map[string]place)}
 	p.read(root)
-	if len(l.errs) > 0 {
-		return nil, l.result()
+	for _, pr := range pipeline.Validate(&p.spec) {
+		p.report(pr)
 	}
-	spec := p.build()
 	if err := l.result(); err != nil {
 		return nil, err
 	}
-	return spec, nil
+	spec := p.spec
+	pipeline.FillDefaults(&spec)
+	return &spec, nil
 }

@@ -53,21 +53,23 @@ func TestFullExample(t *testing.T) {
 			Sink:      &testSink{name: "warehouse", cfg: &testSinkConfig{Dir: "/var/out"}},
 			Batch:     pipeline.BatchSettings{MaxRecords: 500, MaxBytes: 4 << 20, MaxAge: 2 * time.Second, Overlap: 3},
 			Retry:     pipeline.RetrySettings{MaxAttempts: 3, InitialBackoff: 50 * time.Millisecond, MaxBackoff: 5 * time.Second, MaxElapsed: 30 * time.Second},
-			OnFailure: pipeline.DeadLetter, DeadLetter: "failed",
+			OnFailure: pipeline.DeadLetter, DeadLetter: "failed", GiveUpAfter: pipeline.DefaultGiveUpAfter,
 		},
 		{
 			Name: "failed", Sink: &testSink{name: "failed", cfg: &testSinkConfig{Dir: "/var/failed"}}, Batch: defBatch, Retry: defRetry, OnFailure: pipeline.Halt,
+			GiveUpAfter: pipeline.DefaultGiveUpAfter,
 		},
 		{
 			Name: "debug", Inputs: []string{"by_region.eu"},
 			Sink:               &testSink{name: "debug", cfg: &testSinkConfig{Dir: "/tmp/debug"}},
-			NoAcknowledgements: true, Batch: defBatch, Retry: defRetry,
+			NoAcknowledgements: true, Batch: defBatch, Retry: defRetry, GiveUpAfter: pipeline.DefaultGiveUpAfter,
 		},
 	}
 	if !reflect.DeepEqual(spec.Sinks, wantSinks) {
 		t.Errorf("sinks:\n got %+v\nwant %+v", spec.Sinks, wantSinks)
 	}
-	wantCP := pipeline.CheckpointSettings{CommitInterval: 2 * time.Second, ShutdownTimeout: 20 * time.Second, DrainTimeout: 10 * time.Second, StallWarning: 2 * time.Minute}
+	wantCP := pipeline.CheckpointSettings{CommitInterval: 2 * time.Second, ShutdownTimeout: 20 * time.Second, DrainTimeout: 10 * time.Second, StallWarning: 2 * time.Minute,
+		CommitFailureTimeout: pipeline.DefaultCommitFailureTimeout}
 	if spec.Checkpoint != wantCP {
 		t.Errorf("checkpoint: got %+v, want %+v", spec.Checkpoint, wantCP)
 	}
@@ -129,7 +131,8 @@ func TestMinimalTakesDefaults(t *testing.T) {
 	if sk.NoAcknowledgements || sk.OnFailure != pipeline.Rewind || sk.Batch.MaxRecords != 10000 || sk.Retry.MaxAttempts != 5 {
 		t.Errorf("sink defaults: %+v", sk)
 	}
-	want := pipeline.CheckpointSettings{CommitInterval: 5 * time.Second, ShutdownTimeout: 30 * time.Second, DrainTimeout: 30 * time.Second, StallWarning: time.Minute}
+	want := pipeline.CheckpointSettings{CommitInterval: 5 * time.Second, ShutdownTimeout: 30 * time.Second, DrainTimeout: 30 * time.Second, StallWarning: time.Minute,
+		CommitFailureTimeout: 5 * time.Minute}
 	if spec.Checkpoint != want || spec.Metrics.Address != "127.0.0.1:9464" {
 		t.Errorf("defaults: %+v %+v", spec.Checkpoint, spec.Metrics)
 	}
@@ -196,7 +199,7 @@ func TestValidationErrors(t *testing.T) {
 		msg   string
 	}{
 		{"unknown source type", strings.Replace(base, "type: test_source", "type: test_sorce", 1),
-			3, "sources.in.type", `unknown source type "test_sorce" (did you mean "test_source"?); registered source types: test_source`},
+			3, "sources.in.type", `unknown source type "test_sorce" (did you mean "test_source"?); registered source types: generate, test_source`},
 		{"unknown sink type", strings.Replace(base, "type: test_sink", "type: s3", 1),
 			12, "sinks.out.type", "registered sink types: test_optionless, test_sink"},
 		{"unknown transform type", strings.Replace(base, "type: filter", "type: filtre", 1),
@@ -245,47 +248,53 @@ func TestValidationErrors(t *testing.T) {
 			14, "sinks.out.retry.max_backoff", "is less than initial_backoff (2s)"},
 		{"bad on_failure", strings.Replace(base, "inputs: [f]", "inputs: [f]\n    on_failure: retry", 2),
 			14, "sinks.out.on_failure", `must be rewind, dead_letter or halt; got "retry"`},
+		{"bad on_give_up", strings.Replace(base, "inputs: [f]", "inputs: [f]\n    on_give_up: rewind", 2),
+			14, "sinks.out.on_give_up", `must be halt or dead_letter; got "rewind"`},
+		{"negative give_up_after", strings.Replace(base, "inputs: [f]", "inputs: [f]\n    give_up_after: -1m", 2),
+			14, "sinks.out.give_up_after", `negative`},
+		{"give_up dead_letter without a sink", strings.Replace(base, "inputs: [f]", "inputs: [f]\n    on_give_up: dead_letter", 2),
+			11, "sinks.out.dead_letter", "missing: on_give_up is dead_letter"},
 		{"dangling input", strings.Replace(base, "inputs: [in]", "inputs: [inn]", 1),
-			8, "transforms.f.inputs", `"inn" names no source, transform or route output; did you mean "in"?`},
+			8, "transforms.f.inputs[0]", `"inn" names no source, transform or route output; did you mean "in"?`},
 		{"input is a sink", base + "  out2:\n    type: test_sink\n    inputs: [out]\n",
-			16, "sinks.out2.inputs", `"out" is a sink, and sinks have no output`},
+			16, "sinks.out2.inputs[0]", `"out" is a sink, and sinks have no output`},
 		{"input is a bare route", strings.Replace(base, "    type: filter\n    inputs: [in]\n    condition: id > 1\n",
 			"    type: route\n    inputs: [in]\n    outputs: { big: id > 1 }\n", 1),
-			13, "sinks.out.inputs", `"f" is a route: name one of its outputs (f.big)`},
+			13, "sinks.out.inputs[0]", `"f" is a route: name one of its outputs (f.big)`},
 		{"unknown route output", strings.Replace(strings.Replace(base, "    type: filter\n    inputs: [in]\n    condition: id > 1\n",
 			"    type: route\n    inputs: [in]\n    outputs: { big: id > 1 }\n", 1), "inputs: [f]", "inputs: [f.small, f.big]", 1),
-			13, "sinks.out.inputs", `route "f" has no output "small"; its outputs are f.big`},
+			13, "sinks.out.inputs[0]", `route "f" has no output "small"; its outputs are f.big`},
 		{"unused route output", strings.Replace(strings.Replace(base, "    type: filter\n    inputs: [in]\n    condition: id > 1\n",
 			"    type: route\n    inputs: [in]\n    outputs: { big: id > 1, small: id < 1 }\n", 1), "inputs: [f]", "inputs: [f.big]", 1),
-			6, "transforms.f.outputs.small", `route output "small" feeds nothing`},
+			9, "transforms.f.outputs.small", `route output "small" feeds nothing, so records matching only it would be dropped: name "f.small"`},
 		{"dotted input of a non-route", strings.Replace(base, "inputs: [f]", "inputs: [f.x]", 1),
-			13, "sinks.out.inputs", `"f" is not a route, so "f.x" names nothing; write "f"`},
+			13, "sinks.out.inputs[0]", `"f" is not a route, so "f.x" names nothing; write "f"`},
 		{"sink fed by nothing", strings.Replace(base, "    inputs: [f]\n", "", 1),
-			11, "sinks.out.inputs", `sink "out" is fed by nothing`},
+			11, "sinks.out.inputs", "missing: the sink is fed by nothing"},
 		{"transform fed by nothing", strings.Replace(base, "    inputs: [in]\n", "", 1) + "  o2: { type: test_sink, inputs: [in] }\n",
-			6, "transforms.f.inputs", `transform "f" is fed by nothing`},
+			6, "transforms.f.inputs", "missing: the transform is fed by nothing"},
 		{"source feeds nothing", strings.Replace(base, "    path: /data/in\n", "    path: /data/in\n  extra: { type: test_source, path: /x }\n", 1),
-			5, "sources.extra", `source "extra" feeds nothing`},
+			5, "sources.extra", "feeds nothing, so its records would be dropped"},
 		{"empty inputs", strings.Replace(base, "inputs: [f]", "inputs: []", 1),
-			13, "sinks.out.inputs", "is empty"},
+			13, "sinks.out.inputs", "missing: the sink is fed by nothing"},
 		{"inputs not a list", strings.Replace(base, "inputs: [f]", "inputs: f", 1),
 			13, "sinks.out.inputs", `must be a list of names, like [f]`},
 		{"duplicate input", strings.Replace(base, "inputs: [f]", "inputs: [f, f]", 1),
-			13, "sinks.out.inputs", `"f" is listed twice`},
+			13, "sinks.out.inputs[1]", `"f" is listed twice`},
 		{"cycle", cycleYAML, 4, "transforms.a.inputs", "inputs form a cycle, so no record could ever leave it: a -> b -> c -> a"},
 		{"dead_letter unknown", strings.Replace(base, "inputs: [f]", "inputs: [f]\n    on_failure: dead_letter\n    dead_letter: dlqq", 2) + "  dlq: { type: test_sink }\n",
 			15, "sinks.out.dead_letter", `"dlqq" names no sink; did you mean "dlq"?`},
 		{"dead_letter itself", strings.Replace(base, "inputs: [f]", "inputs: [f]\n    on_failure: dead_letter\n    dead_letter: out", 2),
 			15, "sinks.out.dead_letter", "names the sink itself"},
 		{"dead_letter missing", strings.Replace(base, "inputs: [f]", "inputs: [f]\n    on_failure: dead_letter", 2),
-			14, "sinks.out.dead_letter", "missing: on_failure is dead_letter"},
+			11, "sinks.out.dead_letter", "missing: on_failure is dead_letter"},
 		{"dead_letter without policy", strings.Replace(base, "inputs: [f]", "inputs: [f]\n    dead_letter: dlq", 2) + "  dlq: { type: test_sink }\n",
-			14, "sinks.out.dead_letter", "is set but on_failure is not dead_letter"},
-		{"dead_letter circle", strings.Replace(base, "inputs: [f]", "inputs: [f]\n    on_failure: dead_letter\n    dead_letter: dlq", 2) +
+			14, "sinks.out.dead_letter", "is set but neither on_failure nor on_give_up is dead_letter"},
+		{"dead_letter chain", strings.Replace(base, "inputs: [f]", "inputs: [f]\n    on_failure: dead_letter\n    dead_letter: dlq", 2) +
 			"  dlq: { type: test_sink, on_failure: dead_letter, dead_letter: out }\n",
-			15, "sinks.out.dead_letter", "dead letters go round in a circle: out -> dlq -> out"},
+			15, "sinks.out.dead_letter", `sink "dlq" itself sends records to a dead letter sink`},
 		{"name used twice", strings.Replace(base, "  out:", "  f:", 1),
-			11, "sinks.f", `the name "f" is already used by transform on line 6`},
+			11, "sinks.f", `the name "f" is already used by a transform`},
 		{"key twice", strings.Replace(base, "path: /data/in", "path: /data/in\n    path: /again", 1),
 			5, "sources.in.path", "is set twice (first on line 4)"},
 		{"bad name", strings.Replace(base, "  out:", "  out.x:", 1),
@@ -352,10 +361,10 @@ func TestAllErrorsAtOnce(t *testing.T) {
 	}
 	want := []string{
 		`invalid.yaml:4: sources.orders: unknown option "pathh" (did you mean "path"?)`,
-		`invalid.yaml:5: sources.unused: source "unused" feeds nothing`,
-		`invalid.yaml:11: transforms.even.inputs: "order" names no source, transform or route output; did you mean "orders"?`,
+		`invalid.yaml:5: sources.unused: feeds nothing`,
+		`invalid.yaml:11: transforms.even.inputs[0]: "order" names no source, transform or route output; did you mean "orders"?`,
 		`invalid.yaml:12: transforms.even.condition: expression "id % 2 ==" does not compile`,
-		`invalid.yaml:13: transforms.a.inputs: inputs form a cycle, so no record could ever leave it: a -> b -> a`,
+		`invalid.yaml:15: transforms.a.inputs: inputs form a cycle, so no record could ever leave it: a -> b -> a`,
 		`invalid.yaml:25: sinks.out.batch.max_age: "5" has no unit`,
 		`invalid.yaml:27: sinks.out.dead_letter: "nowhere" names no sink`,
 	}
@@ -530,5 +539,55 @@ func TestLoadAndValidate(t *testing.T) {
 	_, err := Load("testdata/nope.yaml")
 	if err == nil || !strings.HasPrefix(err.Error(), "config: ") || !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing file: %v", err)
+	}
+}
+
+// TestOneProblemPerSetting checks that a setting the loader finds wrong is
+// not reported again by pipeline.Validate, which sees what the loader made of
+// it: inputs that are not a list leave the sink without inputs.
+func TestOneProblemPerSetting(t *testing.T) {
+	_, err := parse("p.yaml", []byte(strings.Replace(base, "inputs: [f]", "inputs: f", 1)), env(nil))
+	var es *Errors
+	if !errors.As(err, &es) {
+		t.Fatalf("err %v, want *Errors", err)
+	}
+	var inputs []*Error
+	for _, e := range es.List {
+		if strings.HasPrefix(e.Field, "sinks.out.inputs") {
+			inputs = append(inputs, e)
+		}
+	}
+	if len(inputs) != 1 || !strings.Contains(inputs[0].Msg, "must be a list of names") {
+		t.Errorf("want one problem with sinks.out.inputs, that it is not a list; got\n%v", err)
+	}
+}
+
+// give_up_after in a file: a duration, or 0 for never (in a Spec, zero is
+// the default and a negative duration never); on_give_up names the fallback.
+func TestGiveUpSettings(t *testing.T) {
+	doc := func(sink string) []byte {
+		return []byte("sources:\n  in: { type: test_source, path: /data }\nsinks:\n  out: { type: test_sink, inputs: [in], " + sink + " }\n  dlq: { type: test_sink }\n")
+	}
+	for _, c := range []struct {
+		sink  string
+		after time.Duration
+		pol   pipeline.GiveUpPolicy
+	}{
+		{"dir: /x", pipeline.DefaultGiveUpAfter, pipeline.GiveUpHalt},
+		{"give_up_after: 90s", 90 * time.Second, pipeline.GiveUpHalt},
+		{"give_up_after: 0", -1, pipeline.GiveUpHalt},
+		{"give_up_after: 5m, on_give_up: dead_letter, dead_letter: dlq", 5 * time.Minute, pipeline.GiveUpDeadLetter},
+	} {
+		d := doc(c.sink)
+		if !strings.Contains(c.sink, "dead_letter") {
+			d = []byte(strings.Replace(string(d), "  dlq: { type: test_sink }\n", "", 1))
+		}
+		spec, err := parse("p.yaml", d, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.sink, err)
+		}
+		if sk := spec.Sinks[0]; sk.GiveUpAfter != c.after || sk.OnGiveUp != c.pol {
+			t.Errorf("%s: give_up_after %v, on_give_up %v; want %v, %v", c.sink, sk.GiveUpAfter, sk.OnGiveUp, c.after, c.pol)
+		}
 	}
 }

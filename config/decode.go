@@ -2,14 +2,16 @@ package config
 
 import (
 	"encoding"
-	"errors"
 	"fmt"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/weir-etl/weir/internal/suggest"
 )
 
 var (
@@ -17,6 +19,21 @@ var (
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 	durationType        = reflect.TypeFor[time.Duration]()
 )
+
+// badValue reports a value that did not decode, and remembers its field: a
+// connector's Validate then sees the option's default in its place, and what
+// it says about that option is not news.
+func (l *loader) badValue(n *yaml.Node, field, format string, args ...any) {
+	l.bad = append(l.bad, field)
+	l.errorf(n, field, format, args...)
+}
+
+// message returns the text of err as a problem's message: without the
+// package prefix ("config: ", or yaml's), which the summary line of Errors
+// carries.
+func message(err error) string {
+	return strings.TrimPrefix(strings.TrimPrefix(err.Error(), "yaml: "), "config: ")
+}
 
 // decode decodes n into v (addressable) strictly: an option that v has no
 // field for is an error naming the valid ones. Every problem is recorded,
@@ -30,7 +47,7 @@ func (l *loader) decode(n *yaml.Node, v reflect.Value, field string) {
 		p := v.Addr()
 		if p.Type().Implements(unmarshalerType) || (p.Type().Implements(textUnmarshalerType) && n.Kind == yaml.ScalarNode) {
 			if err := n.Decode(p.Interface()); err != nil {
-				l.errorf(n, field, "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+				l.badValue(n, field, "%s", message(err))
 			}
 			return
 		}
@@ -38,12 +55,12 @@ func (l *loader) decode(n *yaml.Node, v reflect.Value, field string) {
 	if v.Type() == durationType {
 		// yaml.v3 reads a bare 5 as 5 nanoseconds; require a unit instead.
 		if n.Kind != yaml.ScalarNode {
-			l.errorf(n, field, "must be a duration, like 5s or 100ms")
+			l.badValue(n, field, "must be a duration, like 5s or 100ms")
 			return
 		}
 		d, err := ParseDuration(n.Value)
 		if err != nil {
-			l.errorf(n, field, "%s", err)
+			l.badValue(n, field, "%s", message(err))
 			return
 		}
 		v.SetInt(int64(d))
@@ -59,7 +76,7 @@ func (l *loader) decode(n *yaml.Node, v reflect.Value, field string) {
 		l.decode(n, v.Elem(), field)
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			l.errorf(n, field, "must be a list, like [a, b]; got %s", l.describe(n))
+			l.badValue(n, field, "must be a list, like [a, b]; got %s", l.describe(n))
 			return
 		}
 		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
@@ -69,12 +86,12 @@ func (l *loader) decode(n *yaml.Node, v reflect.Value, field string) {
 		v.Set(s)
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
-			l.errorf(n, field, "must be a mapping of name: value; got %s", l.describe(n))
+			l.badValue(n, field, "must be a mapping of name: value; got %s", l.describe(n))
 			return
 		}
 		if v.Type().Key().Kind() != reflect.String {
 			if err := n.Decode(v.Addr().Interface()); err != nil {
-				l.errorf(n, field, "is not valid here")
+				l.badValue(n, field, "is not valid here")
 			}
 			return
 		}
@@ -89,7 +106,7 @@ func (l *loader) decode(n *yaml.Node, v reflect.Value, field string) {
 	case reflect.Interface:
 		var x any
 		if err := n.Decode(&x); err != nil {
-			l.errorf(n, field, "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+			l.badValue(n, field, "%s", message(err))
 			return
 		}
 		if x != nil {
@@ -103,13 +120,13 @@ func (l *loader) decode(n *yaml.Node, v reflect.Value, field string) {
 func (l *loader) decodeScalar(n *yaml.Node, v reflect.Value, field string) {
 	want := kindName(v.Type())
 	if n.Kind != yaml.ScalarNode {
-		l.errorf(n, field, "must be %s; got %s", want, l.describe(n))
+		l.badValue(n, field, "must be %s; got %s", want, l.describe(n))
 		return
 	}
 	// yaml.v3's own message quotes the value, which may be a secret: say it
 	// here instead, with the value shown as the file wrote it.
 	if err := n.Decode(v.Addr().Interface()); err != nil {
-		l.errorf(n, field, "%s is not %s", l.show(n), want)
+		l.badValue(n, field, "%s is not %s", l.show(n), want)
 	}
 }
 
@@ -176,7 +193,7 @@ func optionNames(fs []structField) []string {
 
 func (l *loader) decodeStruct(n *yaml.Node, v reflect.Value, field string) {
 	if n.Kind != yaml.MappingNode {
-		l.errorf(n, field, "must be a mapping of options; got %s", l.describe(n))
+		l.badValue(n, field, "must be a mapping of options; got %s", l.describe(n))
 		return
 	}
 	fs := optionsOf(v.Type())
@@ -197,7 +214,7 @@ func (l *loader) decodeStruct(n *yaml.Node, v reflect.Value, field string) {
 // unknownOption reports key k, which is not among valid.
 func (l *loader) unknownOption(k *yaml.Node, field string, valid []string) {
 	msg := fmt.Sprintf("unknown option %q", k.Value)
-	if s := closest(k.Value, valid); s != "" {
+	if s := suggest.Closest(k.Value, valid); s != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	if len(valid) == 0 {
@@ -267,63 +284,51 @@ func (l *loader) show(n *yaml.Node) string {
 	return fmt.Sprintf("%q", n.Value)
 }
 
-// validateConfig calls cfg's Validate method, if it has one, reporting each
-// FieldError at its option's line and anything else at the component.
-func (l *loader) validateConfig(cfg any, opts *yaml.Node, at *yaml.Node, field string) {
-	v, ok := cfg.(interface{ Validate() error })
-	if !ok {
-		return
-	}
-	err := v.Validate()
-	if err == nil {
-		return
-	}
-	for _, e := range flatten(err) {
-		var fe *FieldError
-		if errors.As(e, &fe) {
-			n := findOption(opts, fe.Field)
-			if n == nil {
-				n = at
+// locate returns the node of the setting at path below mapping n, where path
+// is in the form of a Problem's or FieldError's field: "batch.max_age",
+// "inputs[1]", "tls.ca_file", "paths[2]". It is a scalar's value node (where
+// an error shows the value as the file wrote it), or else the key or list
+// item. When the file does not set the whole path, it is the node of the
+// deepest part the file sets, or nil.
+func locate(n *yaml.Node, path string) *yaml.Node {
+	var at *yaml.Node
+	for _, part := range strings.Split(path, ".") {
+		name, rest, _ := strings.Cut(part, "[")
+		if name != "" {
+			k, v := keyOf(resolve(n), name)
+			if k == nil {
+				return at
 			}
-			l.errorf(n, join(field, fe.Field), "%s", fe.Msg)
-			continue
+			at, n = k, v
 		}
-		l.errorf(at, field, "%s", e)
+		for rest != "" {
+			num, after, _ := strings.Cut(rest, "]")
+			i, err := strconv.Atoi(num)
+			s := resolve(n)
+			if err != nil || s == nil || s.Kind != yaml.SequenceNode || i < 0 || i >= len(s.Content) {
+				return at
+			}
+			at, n = s.Content[i], s.Content[i]
+			rest = strings.TrimPrefix(after, "[")
+		}
 	}
+	if v := resolve(n); v != nil && v.Kind == yaml.ScalarNode {
+		return v
+	}
+	return at
 }
 
-func flatten(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, flatten(e)...)
-		}
-		return out
+// keyOf returns the key and value of option name in mapping n.
+func keyOf(n *yaml.Node, name string) (*yaml.Node, *yaml.Node) {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil, nil
 	}
-	return []error{err}
-}
-
-// findOption returns the key node of the dotted option path in mapping n.
-func findOption(n *yaml.Node, path string) *yaml.Node {
-	var key *yaml.Node
-	for _, seg := range strings.Split(path, ".") {
-		n = resolve(n)
-		if n == nil || n.Kind != yaml.MappingNode {
-			return key
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == name {
+			return n.Content[i], n.Content[i+1]
 		}
-		var next *yaml.Node
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == seg {
-				key, next = n.Content[i], n.Content[i+1]
-				break
-			}
-		}
-		if next == nil {
-			return key
-		}
-		n = next
 	}
-	return key
+	return nil, nil
 }
 
 func join(field, name string) string {

@@ -62,14 +62,3 @@ func (e *Errors) Unwrap() []error {
 	}
 	return out
 }
-
-// FieldError is what a connector configuration's Validate method may return
-// (alone, or several joined with errors.Join) to name the option at fault; the
-// loader then reports the option's own line. Field is the option's name as
-// written in the file, dotted for nested options ("tls.ca_file").
-type FieldError struct {
-	Field string
-	Msg   string
-}
-
-func (e *FieldError) Error() string { return "config: " + e.Field + ": " + e.Msg }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
@@ -25,14 +26,24 @@ type testSourceConfig struct {
 	} `yaml:"tls"`
 }
 
-// Validate reports a missing path at the path option.
+// Validate reports every problem as a connector.FieldError at its option
+// (nested and list items too), except the password, which it reports the old
+// way, as an error of the whole component.
 func (c *testSourceConfig) Validate() error {
 	var errs []error
 	if c.Path == "" {
-		errs = append(errs, &FieldError{Field: "path", Msg: "missing: set the file to read, like path: /data/in.jsonl"})
+		errs = append(errs, connector.Fieldf("path", "missing: set the file to read, like path: /data/in.jsonl"))
 	}
 	if c.TLS.CAFile == "/bad" {
-		errs = append(errs, &FieldError{Field: "tls.ca_file", Msg: "cannot be /bad"})
+		errs = append(errs, connector.Fieldf("tls.ca_file", "cannot be /bad"))
+	}
+	for i, t := range c.Topics {
+		if strings.Contains(t, " ") {
+			errs = append(errs, connector.Fieldf(fmt.Sprintf("topics[%d]", i), "%q has a space: topic names have none", t))
+		}
+	}
+	if c.Port < 0 {
+		errs = append(errs, connector.Fieldf("port", "must not be negative"))
 	}
 	if c.Password == "reject-me" {
 		errs = append(errs, fmt.Errorf("password %s is not accepted", c.Password))

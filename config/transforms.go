@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -23,95 +24,86 @@ var transformTypeNames = []string{"filter", "flat_map", "map", "route"}
 
 func (p *pipelineFile) readTransform(k, v *yaml.Node, field string) {
 	common, rest := p.split(v, field, []string{"type", "inputs"})
-	nd := &node{name: k.Value, section: "transforms", line: k.Line}
-	nd.inputs = p.inputs(k, common, field)
-	p.nodes = append(p.nodes, nd)
+	p.spec.Transforms = append(p.spec.Transforms, pipeline.TransformSpec{Name: k.Value, Inputs: p.inputs(common, field), Transform: standInTransform{}})
+	spec := &p.spec.Transforms[len(p.spec.Transforms)-1]
 	typ, tn, ok := p.typeOf(k, common, field, transformTypeNames)
 	if !ok {
 		return
 	}
-	nd.kind = typ
 	valid, ok := transformTypes[typ]
 	if !ok {
 		p.unknownType(tn, field, "transform", transformTypeNames)
 		return
 	}
 	opts := make(map[string]*yaml.Node)
-	keys := make(map[string]*yaml.Node)
 	for i := 0; i+1 < len(rest.Content); i += 2 {
 		key, val := rest.Content[i], rest.Content[i+1]
-		if !contains(valid, key.Value) {
+		if !slices.Contains(valid, key.Value) {
 			p.unknownOption(key, field, valid)
 			continue
 		}
-		opts[key.Value], keys[key.Value] = resolve(val), key
-	}
-	spec := pipeline.TransformSpec{Name: k.Value}
-	for _, in := range nd.inputs {
-		spec.Inputs = append(spec.Inputs, in.name)
+		opts[key.Value] = resolve(val)
 	}
 	before := len(p.errs)
-	var construct func() error
+	construct := p.transformOf(typ, k, opts, field, spec)
+	if construct == nil || len(p.errs) > before {
+		return
+	}
+	// The options were checked one by one, each at its own line; what is
+	// left for the constructor is a problem of the whole (two renames to one
+	// field), reported at the transform.
+	if err := construct(); err != nil {
+		p.errorf(k, field, "%s", strings.TrimPrefix(err.Error(), "transform: "))
+	}
+}
+
+// transformOf checks the options of a transform of type typ, and returns
+// the function that constructs it into spec, or nil when an option is
+// missing. A route's spec holds a stand-in with its output names until then.
+func (p *pipelineFile) transformOf(typ string, k *yaml.Node, opts map[string]*yaml.Node, field string, spec *pipeline.TransformSpec) func() error {
+	// set keeps the stand-in when the constructor fails.
+	set := func(t transform.Transform, err error) error {
+		if err == nil {
+			spec.Transform = t
+		}
+		return err
+	}
 	switch typ {
 	case "filter":
 		cond, ok := p.expression(k, opts, "condition", field, true)
 		if !ok {
-			return
+			return nil
 		}
-		construct = func() error {
-			f, err := transform.NewFilter(cond)
-			spec.Transform = f
-			return err
-		}
+		return func() error { return set(transform.NewFilter(cond)) }
 	case "map":
 		cfg := p.mapConfig(k, opts, field)
-		construct = func() error {
-			m, err := transform.NewMap(cfg)
-			spec.Transform = m
-			return err
-		}
+		return func() error { return set(transform.NewMap(cfg)) }
 	case "flat_map":
 		explode, ok := p.expression(k, opts, "explode", field, false)
 		if !ok {
-			return
+			return nil
 		}
-		var cfg transform.FlatMapConfig
-		cfg.Explode = explode
+		cfg := transform.FlatMapConfig{Explode: explode}
 		if n, ok := opts["as"]; ok {
 			cfg.As, _ = p.scalar(n, field+".as", "a field name")
 		}
-		construct = func() error {
-			f, err := transform.NewFlatMap(cfg)
-			spec.Transform = f
-			return err
-		}
+		return func() error { return set(transform.NewFlatMap(cfg)) }
 	case "route":
 		outs := p.routeOutputs(k, opts, field)
+		stand := standInRoute{outputs: []string{}}
 		for _, o := range outs {
-			nd.outputs = append(nd.outputs, o.Name)
+			stand.outputs = append(stand.outputs, o.Name)
 		}
-		if nd.outputs == nil {
-			nd.outputs = []string{} // still a route for the graph check
-		}
-		construct = func() error {
+		spec.Transform, spec.Router = nil, stand
+		return func() error {
 			r, err := transform.NewRoute(outs)
-			spec.Router = r
+			if err == nil {
+				spec.Router = r
+			}
 			return err
 		}
 	}
-	if len(p.errs) > before {
-		return
-	}
-	// The options were checked one by one above, each at its own line; what
-	// is left for the constructor is a problem of the whole (two renames to
-	// one field), reported at the transform.
-	if err := construct(); err != nil {
-		p.errorf(k, field, "%s", strings.TrimPrefix(err.Error(), "transform: "))
-		return
-	}
-	p.builds = append(p.builds, func(s *pipeline.Spec) {
-		s.Transforms = append(s.Transforms, spec)
-	})
+	return nil
 }
 
 // expression reads a required expression option and compiles it, so that an

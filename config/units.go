@@ -21,7 +21,7 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 // UnmarshalYAML parses a duration scalar.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("must be a duration, like 5s or 100ms")
+		return fmt.Errorf("config: must be a duration, like 5s or 100ms")
 	}
 	v, err := ParseDuration(n.Value)
 	if err != nil {
@@ -37,12 +37,12 @@ func ParseDuration(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(strings.TrimSpace(s))
 	if err != nil {
 		if _, nerr := strconv.ParseFloat(strings.TrimSpace(s), 64); nerr == nil && s != "0" {
-			return 0, fmt.Errorf("%q has no unit: write it like 5s, 100ms or 1m", s)
+			return 0, fmt.Errorf("config: %q has no unit: write it like 5s, 100ms or 1m", s)
 		}
-		return 0, fmt.Errorf("%q is not a duration: write it like 5s, 100ms or 1h30m", s)
+		return 0, fmt.Errorf("config: %q is not a duration: write it like 5s, 100ms or 1h30m", s)
 	}
 	if d < 0 {
-		return 0, fmt.Errorf("%q is negative: a duration must be 0 or more", s)
+		return 0, fmt.Errorf("config: %q is negative: a duration must be 0 or more", s)
 	}
 	return d, nil
 }
@@ -56,7 +56,7 @@ type Size int64
 // UnmarshalYAML parses a size scalar.
 func (s *Size) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("must be a size, like 8MiB or 1024")
+		return fmt.Errorf("config: must be a size, like 8MiB or 1024")
 	}
 	v, err := ParseSize(n.Value)
 	if err != nil {
@@ -86,16 +86,16 @@ func ParseSize(s string) (int64, error) {
 			break
 		}
 	}
-	bad := fmt.Errorf("%q is not a size: write it like 64MiB, 8MB or 1024 (bytes)", s)
+	bad := fmt.Errorf("config: %q is not a size: write it like 64MiB, 8MB or 1024 (bytes)", s)
 	if t == "" {
 		return 0, bad
 	}
 	if n, err := strconv.ParseInt(t, 10, 64); err == nil {
 		if n < 0 {
-			return 0, fmt.Errorf("%q is negative: a size must be 0 or more", s)
+			return 0, fmt.Errorf("config: %q is negative: a size must be 0 or more", s)
 		}
 		if n > math.MaxInt64/mult {
-			return 0, fmt.Errorf("%q is too large", s)
+			return 0, fmt.Errorf("config: %q is too large", s)
 		}
 		return n * mult, nil
 	}
@@ -105,14 +105,14 @@ func ParseSize(s string) (int64, error) {
 		return 0, bad
 	}
 	if f < 0 {
-		return 0, fmt.Errorf("%q is negative: a size must be 0 or more", s)
+		return 0, fmt.Errorf("config: %q is negative: a size must be 0 or more", s)
 	}
 	b := f * float64(mult)
 	if b >= math.MaxInt64 {
-		return 0, fmt.Errorf("%q is too large", s)
+		return 0, fmt.Errorf("config: %q is too large", s)
 	}
 	if b != math.Trunc(b) {
-		return 0, fmt.Errorf("%q is not a whole number of bytes", s)
+		return 0, fmt.Errorf("config: %q is not a whole number of bytes", s)
 	}
 	return int64(b), nil
 }

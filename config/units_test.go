@@ -22,8 +22,8 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "MiB", "8XB", "-1", "1.5", "0.1B", "9999999TiB", "abc"} {
-		if _, err := ParseSize(bad); err == nil {
-			t.Errorf("ParseSize(%q) accepted", bad)
+		if _, err := ParseSize(bad); err == nil || !strings.HasPrefix(err.Error(), "config: ") {
+			t.Errorf("ParseSize(%q): %v, want an error with the package prefix", bad, err)
 		}
 	}
 }
@@ -35,7 +35,7 @@ func TestParseDuration(t *testing.T) {
 		}
 	}
 	for in, msg := range map[string]string{"5": "has no unit", "-1s": "is negative", "soon": "is not a duration"} {
-		if _, err := ParseDuration(in); err == nil || !strings.Contains(err.Error(), msg) {
+		if _, err := ParseDuration(in); err == nil || !strings.HasPrefix(err.Error(), "config: ") || !strings.Contains(err.Error(), msg) {
 			t.Errorf("ParseDuration(%q): %v, want %q", in, err, msg)
 		}
 	}

@@ -4,7 +4,8 @@ import (
 	"time"
 )
 
-// Defaults applied to zero settings.
+// Defaults of the settings a Spec leaves at zero. They are declared here and
+// nowhere else: the configuration loader fills them in through FillDefaults.
 const (
 	DefaultMaxInFlightBatches   = 1024
 	DefaultMaxInFlightBytes     = 64 << 20
@@ -25,60 +26,66 @@ const (
 	DefaultMetricsAddress       = "127.0.0.1:9464" // the command line's; a Spec's zero Address serves nothing
 )
 
-func sinkDefaults(sk *SinkSpec) error {
-	b, r := &sk.Batch, &sk.Retry
-	if b.MaxRecords < 0 || b.MaxBytes < 0 || b.MaxAge < 0 || b.Linger < 0 || b.Overlap < 0 {
-		return specErr("sink %q: batch limits must not be negative (0 means the default)", sk.Name)
+// FillDefaults replaces every zero setting of s that has a default by that
+// default, so that s says what runs: the in-flight limits of each source, the
+// batch and retry settings of each sink, and the checkpoint settings. Run
+// does the same to its own copy; the configuration loader calls it so that
+// `weir validate` shows what runs. Negative settings are left as they are for
+// Validate to report, and so is Metrics.Address, whose zero value serves
+// nothing. It modifies the elements of s.Sources and s.Sinks in place.
+func FillDefaults(s *Spec) {
+	for i := range s.Sources {
+		ss := &s.Sources[i]
+		ss.MaxInFlightBatches = orDefault(ss.MaxInFlightBatches, DefaultMaxInFlightBatches)
+		ss.MaxInFlightBytes = orDefault(ss.MaxInFlightBytes, DefaultMaxInFlightBytes)
 	}
-	if r.MaxAttempts < 0 || r.InitialBackoff < 0 || r.MaxBackoff < 0 || r.MaxElapsed < 0 {
-		return specErr("sink %q: retry settings must not be negative (0 means the default)", sk.Name)
+	for i := range s.Sinks {
+		sk := &s.Sinks[i]
+		sk.Batch = sk.Batch.withDefaults()
+		sk.Retry = sk.Retry.withDefaults()
+		sk.GiveUpAfter = orDefault(sk.GiveUpAfter, DefaultGiveUpAfter)
 	}
-	if sk.OnFailure > Halt {
-		return specErr("sink %q: unknown on_failure %d (use rewind, dead_letter or halt)", sk.Name, sk.OnFailure)
+	s.Checkpoint = s.Checkpoint.withDefaults()
+}
+
+func orDefault[T int | int64 | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
 	}
-	if b.MaxRecords == 0 {
-		b.MaxRecords = DefaultBatchMaxRecords
-	}
-	if b.MaxBytes == 0 {
-		b.MaxBytes = DefaultBatchMaxBytes
-	}
-	if b.MaxAge == 0 {
-		b.MaxAge = DefaultBatchMaxAge
-	}
-	if b.Overlap == 0 {
-		b.Overlap = DefaultBatchOverlap
-	}
-	if sk.GiveUpAfter == 0 {
-		sk.GiveUpAfter = DefaultGiveUpAfter
-	}
-	if r.MaxAttempts == 0 {
-		r.MaxAttempts = DefaultRetryMaxAttempts
-	}
+	return v
+}
+
+func (b BatchSettings) withDefaults() BatchSettings {
+	b.MaxRecords = orDefault(b.MaxRecords, DefaultBatchMaxRecords)
+	b.MaxBytes = orDefault(b.MaxBytes, DefaultBatchMaxBytes)
+	b.MaxAge = orDefault(b.MaxAge, DefaultBatchMaxAge)
+	b.Overlap = orDefault(b.Overlap, DefaultBatchOverlap)
+	return b
+}
+
+// withDefaults fills the retry settings. A default backoff never contradicts
+// the one that is set: the initial backoff is at most a MaxBackoff that is
+// set, and the default MaxBackoff at least the initial backoff.
+func (r RetrySettings) withDefaults() RetrySettings {
+	r.MaxAttempts = orDefault(r.MaxAttempts, DefaultRetryMaxAttempts)
 	if r.InitialBackoff == 0 {
 		r.InitialBackoff = DefaultRetryInitial
+		if r.MaxBackoff > 0 {
+			r.InitialBackoff = min(DefaultRetryInitial, r.MaxBackoff)
+		}
 	}
 	if r.MaxBackoff == 0 {
 		r.MaxBackoff = max(DefaultRetryMax, r.InitialBackoff)
 	}
-	if r.MaxElapsed == 0 {
-		r.MaxElapsed = DefaultRetryMaxElapsed
-	}
-	return nil
+	r.MaxElapsed = orDefault(r.MaxElapsed, DefaultRetryMaxElapsed)
+	return r
 }
-func checkpointDefaults(c *CheckpointSettings) {
-	if c.CommitInterval <= 0 {
-		c.CommitInterval = DefaultCommitInterval
-	}
-	if c.ShutdownTimeout <= 0 {
-		c.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	if c.DrainTimeout <= 0 {
-		c.DrainTimeout = DefaultDrainTimeout
-	}
-	if c.StallWarning <= 0 {
-		c.StallWarning = DefaultStallWarning
-	}
-	if c.CommitFailureTimeout <= 0 {
-		c.CommitFailureTimeout = DefaultCommitFailureTimeout
-	}
+
+func (c CheckpointSettings) withDefaults() CheckpointSettings {
+	c.CommitInterval = orDefault(c.CommitInterval, DefaultCommitInterval)
+	c.ShutdownTimeout = orDefault(c.ShutdownTimeout, DefaultShutdownTimeout)
+	c.DrainTimeout = orDefault(c.DrainTimeout, DefaultDrainTimeout)
+	c.StallWarning = orDefault(c.StallWarning, DefaultStallWarning)
+	c.CommitFailureTimeout = orDefault(c.CommitFailureTimeout, DefaultCommitFailureTimeout)
+	return c
 }

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/weir-etl/weir/checkpoint"
 )
@@ -10,9 +11,62 @@ import (
 // ErrSpec is wrapped by every error that Run returns for an invalid Spec.
 var ErrSpec = errors.New("pipeline: invalid spec")
 
-func specErr(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrSpec, fmt.Sprintf(format, args...))
+// Problem is one thing wrong with a Spec, as Validate reports it: which
+// component, which of its settings, and what to do about it.
+type Problem struct {
+	// Kind is "source", "transform", "sink", "checkpoint" or "metrics"; empty
+	// for the Spec as a whole (no sources, no sinks).
+	Kind string
+	// Name is the component's name; empty for checkpoint and metrics.
+	Name string
+	// Field is the setting at fault by its name in a pipeline file, as a path
+	// below the component: "inputs[1]", "dead_letter", "batch.max_records",
+	// "outputs.eu". Empty means the component as a whole. For the Spec as a
+	// whole it is the section: "sources" or "sinks".
+	Field string
+	// Msg says what is wrong and how to fix it. It does not repeat the
+	// component or the field.
+	Msg string
 }
+
+// String formats p as `sink "out": dead_letter: message`.
+func (p Problem) String() string {
+	var b strings.Builder
+	switch p.Kind {
+	case "source", "transform", "sink":
+		fmt.Fprintf(&b, "%s %q: ", p.Kind, p.Name)
+	case "":
+	default:
+		b.WriteString(p.Kind + ": ")
+	}
+	if p.Field != "" {
+		b.WriteString(p.Field + ": ")
+	}
+	b.WriteString(p.Msg)
+	return b.String()
+}
+
+// SpecError is the error Run returns for an invalid Spec: every problem
+// Validate found. It wraps ErrSpec.
+type SpecError struct {
+	Problems []Problem
+}
+
+// Error prints the problem, or a count and then one problem per line.
+func (e *SpecError) Error() string {
+	if len(e.Problems) == 1 {
+		return ErrSpec.Error() + ": " + e.Problems[0].String()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d problems:", ErrSpec, len(e.Problems))
+	for _, p := range e.Problems {
+		b.WriteString("\n" + p.String())
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrSpec, for errors.Is.
+func (e *SpecError) Unwrap() error { return ErrSpec }
 
 // HaltError is returned by Run when a failure stopped the pipeline: a sink
 // whose policy is Halt gave up on a write, or a record was rejected where no

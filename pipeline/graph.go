@@ -1,9 +1,11 @@
 package pipeline
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/weir-etl/weir/internal/suggest"
 	"github.com/weir-etl/weir/transform"
 )
 
@@ -43,232 +45,170 @@ type rejectPlan struct {
 	// Otherwise the record resolves as Rejected and the pipeline halts.
 }
 
-// compile checks s and resolves its edges. Every problem is an error wrapping
-// ErrSpec that names the component and field.
+// compile resolves a valid Spec into the graph the workers walk, with the
+// defaults filled in. It checks nothing itself: Validate owns every rule, and
+// an invalid s is a *SpecError holding all its problems.
 func compile(s *Spec) (*graph, error) {
-	if s == nil {
-		return nil, specErr("spec is nil")
+	if probs := Validate(s); len(probs) > 0 {
+		return nil, &SpecError{Problems: probs}
 	}
 	g := &graph{spec: *s}
 	sp := &g.spec
-	sp.Sources = append([]SourceSpec(nil), s.Sources...)
-	sp.Sinks = append([]SinkSpec(nil), s.Sinks...)
-	if len(sp.Sources) == 0 {
-		return nil, specErr("no sources: add at least one source")
-	}
-	if len(sp.Sinks) == 0 {
-		return nil, specErr("no sinks: add at least one sink")
-	}
-	kinds := map[string]string{}
-	claim := func(kind, name string) error {
-		if name == "" {
-			return specErr("a %s has no name: give every component a unique name", kind)
-		}
-		if strings.Contains(name, ".") {
-			return specErr("%s %q: names must not contain '.', which separates a route from its output", kind, name)
-		}
-		if k, dup := kinds[name]; dup {
-			return specErr("%s %q: the name is already used by a %s; names must be unique", kind, name, k)
-		}
-		kinds[name] = kind
-		return nil
-	}
-	srcIdx := map[string]int{}
-	for i := range sp.Sources {
-		ss := &sp.Sources[i]
-		if err := claim("source", ss.Name); err != nil {
-			return nil, err
-		}
-		if ss.Source == nil {
-			return nil, specErr("source %q: Source is nil", ss.Name)
-		}
-		if ss.MaxInFlightBatches < 0 || ss.MaxInFlightBytes < 0 {
-			return nil, specErr("source %q: in-flight limits must not be negative (0 means the default)", ss.Name)
-		}
-		if ss.MaxInFlightBatches == 0 {
-			ss.MaxInFlightBatches = DefaultMaxInFlightBatches
-		}
-		if ss.MaxInFlightBytes == 0 {
-			ss.MaxInFlightBytes = DefaultMaxInFlightBytes
-		}
-		srcIdx[ss.Name] = i
-	}
-	trIdx := map[string]int{}
-	g.transforms = make([]compiledTransform, len(s.Transforms))
-	for i, ts := range s.Transforms {
-		if err := claim("transform", ts.Name); err != nil {
-			return nil, err
-		}
-		if (ts.Transform == nil) == (ts.Router == nil) {
-			return nil, specErr("transform %q: set exactly one of Transform and Router", ts.Name)
-		}
-		ct := compiledTransform{name: ts.Name, t: ts.Transform, r: ts.Router}
-		if ts.Router != nil {
-			ct.outs = make([][]target, len(ts.Router.Outputs()))
-		} else {
-			ct.outs = make([][]target, 1)
-		}
-		g.transforms[i] = ct
-		trIdx[ts.Name] = i
-	}
-	sinkIdx := map[string]int{}
-	for i := range sp.Sinks {
-		sk := &sp.Sinks[i]
-		if err := claim("sink", sk.Name); err != nil {
-			return nil, err
-		}
-		if sk.Sink == nil {
-			return nil, specErr("sink %q: Sink is nil", sk.Name)
-		}
-		if err := sinkDefaults(sk); err != nil {
-			return nil, err
-		}
-		sinkIdx[sk.Name] = i
-	}
+	// The caller's Spec is left as it was: FillDefaults works on copies.
+	sp.Sources = slices.Clone(s.Sources)
+	sp.Sinks = slices.Clone(s.Sinks)
+	FillDefaults(sp)
 	g.sinks = sp.Sinks
-
-	// edge adds t downstream of the component called in.
-	edge := func(who, in string, t target) error {
-		base, out, routed := strings.Cut(in, ".")
-		if i, ok := srcIdx[base]; ok && !routed {
-			g.sourceOut[i] = append(g.sourceOut[i], t)
-			return nil
-		}
-		i, ok := trIdx[base]
-		if !ok {
-			return specErr("%s: input %q names no source or transform", who, in)
-		}
-		ct := &g.transforms[i]
-		if ct.r == nil {
-			if routed {
-				return specErr("%s: input %q: transform %q has no named outputs; use %q", who, in, base, base)
-			}
-			ct.outs[0] = append(ct.outs[0], t)
-			return nil
-		}
-		names := ct.r.Outputs()
-		if !routed {
-			return specErr("%s: input %q is a route; name one of its outputs: %s.%s", who, in, base, strings.Join(names, ", "+base+"."))
-		}
-		for k, n := range names {
-			if n == out {
-				ct.outs[k] = append(ct.outs[k], t)
-				return nil
-			}
-		}
-		return specErr("%s: input %q: route %q has no output %q (it has %s)", who, in, base, out, strings.Join(names, ", "))
-	}
-	g.sourceOut = make([][]target, len(sp.Sources))
-	for i, ts := range s.Transforms {
-		if len(ts.Inputs) == 0 {
-			return nil, specErr("transform %q: no inputs: list the sources or transforms it reads", ts.Name)
-		}
-		for _, in := range ts.Inputs {
-			if err := edge("transform "+quote(ts.Name), in, target{idx: i}); err != nil {
-				return nil, err
-			}
-		}
-	}
-	g.deadLetter = make([]int, len(sp.Sinks))
-	isDL := make([]bool, len(sp.Sinks))
-	for i, sk := range sp.Sinks {
-		g.deadLetter[i] = -1
-		if sk.OnGiveUp > GiveUpDeadLetter {
-			return nil, specErr("sink %q: unknown on_give_up %d (use halt or dead_letter)", sk.Name, sk.OnGiveUp)
-		}
-		if sk.OnFailure == DeadLetter || sk.OnGiveUp == GiveUpDeadLetter {
-			d, ok := sinkIdx[sk.DeadLetter]
-			dl := sp.Sinks[max(d, 0)]
-			switch {
-			case sk.DeadLetter == "" && sk.OnFailure == DeadLetter:
-				return nil, specErr("sink %q: on_failure is dead_letter but dead_letter names no sink", sk.Name)
-			case sk.DeadLetter == "":
-				return nil, specErr("sink %q: on_give_up is dead_letter but dead_letter names no sink", sk.Name)
-			case !ok:
-				return nil, specErr("sink %q: dead_letter %q names no sink", sk.Name, sk.DeadLetter)
-			case d == i:
-				return nil, specErr("sink %q: dead_letter must name another sink", sk.Name)
-			case dl.OnFailure == DeadLetter || dl.OnGiveUp == GiveUpDeadLetter:
-				return nil, specErr("sink %q: dead_letter sink %q must not itself send records to a dead letter sink (use on_failure rewind or halt, and on_give_up halt)", sk.Name, sk.DeadLetter)
-			}
-			g.deadLetter[i] = d
-			isDL[d] = true
-		} else if sk.DeadLetter != "" {
-			return nil, specErr("sink %q: dead_letter is set but neither on_failure nor on_give_up is dead_letter", sk.Name)
-		}
-	}
-	for i, sk := range sp.Sinks {
-		if len(sk.Inputs) == 0 && !isDL[i] {
-			return nil, specErr("sink %q: no inputs: list the sources or transforms it reads", sk.Name)
-		}
-		for _, in := range sk.Inputs {
-			if err := edge("sink "+quote(sk.Name), in, target{sink: true, idx: i}); err != nil {
-				return nil, err
-			}
-		}
-	}
-	for i, ss := range sp.Sources {
-		if len(g.sourceOut[i]) == 0 {
-			return nil, specErr("source %q feeds nothing: name it in a transform's or sink's inputs", ss.Name)
-		}
-	}
-	for _, ct := range g.transforms {
-		used := false
-		for _, o := range ct.outs {
-			used = used || len(o) > 0
-		}
-		if !used {
-			return nil, specErr("transform %q feeds nothing: name it in a transform's or sink's inputs", ct.name)
-		}
-	}
-	if err := g.checkCycles(); err != nil {
-		return nil, err
-	}
+	g.resolve()
 	g.planRejects()
-	checkpointDefaults(&sp.Checkpoint)
 	return g, nil
 }
-func quote(s string) string { return `"` + s + `"` }
 
-// checkCycles rejects a transform that reaches itself: workers walk the graph
-// recursively and keep one scratch buffer per transform, which is only safe in
-// a DAG.
-func (g *graph) checkCycles() error {
-	const (
-		white = iota
-		grey
-		black
-	)
-	color := make([]int, len(g.transforms))
-	var visit func(i int) error
-	visit = func(i int) error {
-		color[i] = grey
-		for _, o := range g.transforms[i].outs {
-			for _, t := range o {
-				if t.sink {
-					continue
-				}
-				switch color[t.idx] {
-				case grey:
-					return specErr("transform %q: its inputs form a cycle through %q", g.transforms[t.idx].name, g.transforms[i].name)
-				case white:
-					if err := visit(t.idx); err != nil {
-						return err
-					}
-				}
-			}
-		}
-		color[i] = black
-		return nil
+// resolve turns every input name into an edge, and every dead_letter into a
+// sink index.
+func (g *graph) resolve() {
+	sp := &g.spec
+	x := indexNames(sp)
+	g.transforms = make([]compiledTransform, len(sp.Transforms))
+	for i, ts := range sp.Transforms {
+		g.transforms[i] = compiledTransform{name: ts.Name, t: ts.Transform, r: ts.Router, outs: make([][]target, x.outputs(i))}
 	}
-	for i := range g.transforms {
-		if color[i] == white {
-			if err := visit(i); err != nil {
-				return err
+	g.sourceOut = make([][]target, len(sp.Sources))
+	connect := func(inputs []string, t target) {
+		for _, in := range inputs {
+			e, why := x.input(in)
+			if why != "" {
+				panic("pipeline: compile: Validate passed an input it cannot resolve: " + why)
+			}
+			if e.transform {
+				g.transforms[e.idx].outs[e.out] = append(g.transforms[e.idx].outs[e.out], t)
+			} else {
+				g.sourceOut[e.idx] = append(g.sourceOut[e.idx], t)
 			}
 		}
 	}
-	return nil
+	for i, ts := range sp.Transforms {
+		connect(ts.Inputs, target{idx: i})
+	}
+	g.deadLetter = make([]int, len(sp.Sinks))
+	for i, sk := range sp.Sinks {
+		connect(sk.Inputs, target{sink: true, idx: i})
+		g.deadLetter[i] = -1
+		if sk.sendsDeadLetters() {
+			g.deadLetter[i] = x.sinks[sk.DeadLetter]
+		}
+	}
+}
+
+// names finds the components of a Spec by name. Of components that share a
+// name (which Validate reports), the first counts.
+type names struct {
+	spec                       *Spec
+	sources, transforms, sinks map[string]int
+}
+
+func indexNames(s *Spec) *names {
+	x := &names{spec: s, sources: map[string]int{}, transforms: map[string]int{}, sinks: map[string]int{}}
+	claim := func(m map[string]int, name string, i int) {
+		if _, ok := m[name]; !ok {
+			m[name] = i
+		}
+	}
+	for i, ss := range s.Sources {
+		claim(x.sources, ss.Name, i)
+	}
+	for i, ts := range s.Transforms {
+		claim(x.transforms, ts.Name, i)
+	}
+	for i, sk := range s.Sinks {
+		claim(x.sinks, sk.Name, i)
+	}
+	return x
+}
+
+// outputs returns how many outputs transform i has: a Router's, or one.
+func (x *names) outputs(i int) int {
+	if r := x.spec.Transforms[i].Router; r != nil {
+		return len(r.Outputs())
+	}
+	return 1
+}
+
+// endpoint is what an input names: a source, or one output of a transform.
+type endpoint struct {
+	transform bool
+	idx       int // of the source or transform
+	out       int // the transform's output; 0 for a plain Transform
+}
+
+// input resolves the input name in: a source, a transform, or a route's
+// output ("route.output"). When in names none of these it returns why, as a
+// message for the user.
+func (x *names) input(in string) (endpoint, string) {
+	base, out, dotted := strings.Cut(in, ".")
+	if i, ok := x.sources[base]; ok && !dotted {
+		return endpoint{idx: i}, ""
+	}
+	i, ok := x.transforms[base]
+	if !ok {
+		if _, ok := x.sources[base]; ok {
+			return endpoint{}, fmt.Sprintf("%q is not a route, so %q names nothing; write %q", base, in, base)
+		}
+		if _, ok := x.sinks[in]; ok {
+			return endpoint{}, fmt.Sprintf("%q is a sink, and sinks have no output; name a source, transform or route output", in)
+		}
+		msg := fmt.Sprintf("%q names no source, transform or route output", in)
+		valid := x.validInputs()
+		if s := suggest.Closest(in, valid); s != "" {
+			return endpoint{}, msg + fmt.Sprintf("; did you mean %q?", s)
+		}
+		if len(valid) > 0 {
+			msg += "; valid inputs: " + strings.Join(valid, ", ")
+		}
+		return endpoint{}, msg
+	}
+	r := x.spec.Transforms[i].Router
+	switch {
+	case r == nil && dotted:
+		return endpoint{}, fmt.Sprintf("%q is not a route, so %q names nothing; write %q", base, in, base)
+	case r == nil:
+		return endpoint{transform: true, idx: i}, ""
+	case !dotted:
+		return endpoint{}, fmt.Sprintf("%q is a route: name one of its outputs (%s)", in, strings.Join(prefixed(base, r.Outputs()), ", "))
+	}
+	if k := slices.Index(r.Outputs(), out); k >= 0 {
+		return endpoint{transform: true, idx: i, out: k}, ""
+	}
+	msg := fmt.Sprintf("route %q has no output %q", base, out)
+	if outs := r.Outputs(); len(outs) > 0 {
+		msg += "; its outputs are " + strings.Join(prefixed(base, outs), ", ")
+	}
+	return endpoint{}, msg
+}
+
+// validInputs lists, sorted, every name an input may be.
+func (x *names) validInputs() []string {
+	var valid []string
+	for _, ss := range x.spec.Sources {
+		valid = append(valid, ss.Name)
+	}
+	for _, ts := range x.spec.Transforms {
+		if ts.Router == nil {
+			valid = append(valid, ts.Name)
+		} else {
+			valid = append(valid, prefixed(ts.Name, ts.Router.Outputs())...)
+		}
+	}
+	slices.Sort(valid)
+	return slices.Compact(valid)
+}
+
+func prefixed(p string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = p + "." + n
+	}
+	return out
 }
 
 // planRejects decides, for every transform, what happens to a record it fails
@@ -328,17 +268,4 @@ func (g *graph) downstream(i int, seen, reach []bool) {
 			}
 		}
 	}
-}
-
-// String returns the policy's configuration name.
-func (f FailurePolicy) String() string {
-	switch f {
-	case Rewind:
-		return "rewind"
-	case DeadLetter:
-		return "dead_letter"
-	case Halt:
-		return "halt"
-	}
-	return "FailurePolicy(" + string(rune('0'+f)) + ")"
 }

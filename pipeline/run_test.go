@@ -368,7 +368,7 @@ func TestStalledSinkBoundsInFlight(t *testing.T) {
 func TestInvalidSpecNamesTheField(t *testing.T) {
 	sp := fastSpec(gen(t, 1, 1, 1), pipeline.SinkSpec{Name: "out", Inputs: []string{"nope"}, Sink: blackhole.New()})
 	err := pipeline.Run(context.Background(), sp, quiet)
-	if !errors.Is(err, pipeline.ErrSpec) || !strings.Contains(err.Error(), `sink "out": input "nope"`) {
+	if !errors.Is(err, pipeline.ErrSpec) || !strings.Contains(err.Error(), `sink "out": inputs[0]: "nope" names no source`) {
 		t.Fatalf("got %v", err)
 	}
 }

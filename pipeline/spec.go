@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/weir-etl/weir/connector"
@@ -10,6 +11,11 @@ import (
 // Spec is a pipeline built in Go: instantiated components and the edges
 // between them. The configuration loader (package config) compiles a YAML file
 // into a Spec; tests and embedders build one directly.
+//
+// Validate states the rules a Spec must follow, and Run refuses a Spec that
+// breaks any. Zero settings mean their defaults (FillDefaults fills them in);
+// the zero value of every field is a safe choice. The field docs give each
+// setting's name in a pipeline file, which is how a Problem names it.
 type Spec struct {
 	Sources    []SourceSpec
 	Transforms []TransformSpec
@@ -20,17 +26,23 @@ type Spec struct {
 
 // SourceSpec is one source and its in-flight limits.
 type SourceSpec struct {
+	// Name identifies the component in inputs, metrics and logs: letters,
+	// digits, '_' and '-', unique across sources, transforms and sinks.
 	Name   string
 	Source connector.Source
-	// MaxInFlightBatches and MaxInFlightBytes bound the batches issued but not
-	// yet resolved; when either is reached polling pauses (backpressure).
-	// Zero means the default.
+	// MaxInFlightBatches and MaxInFlightBytes (max_in_flight_batches,
+	// max_in_flight_bytes) bound the batches issued but not yet resolved;
+	// when either is reached polling pauses (backpressure). Zero means the
+	// default.
 	MaxInFlightBatches int
 	MaxInFlightBytes   int64
 }
 
 // TransformSpec is one transform. Exactly one of Transform and Router is set.
-// Inputs name sources, transforms, or route outputs ("route.output").
+// Inputs (inputs) name sources, transforms, or route outputs ("route.output"),
+// each once; a transform needs at least one, and must feed something: a
+// record that reached a component with no consumer would be released as
+// delivered and its position committed.
 type TransformSpec struct {
 	Name      string
 	Inputs    []string
@@ -40,27 +52,32 @@ type TransformSpec struct {
 
 // SinkSpec is one sink with its batching, retry and failure settings.
 type SinkSpec struct {
-	Name   string
+	Name string
+	// Inputs (inputs) name sources, transforms or route outputs, each once.
+	// Only a sink that is another sink's DeadLetter may have none.
 	Inputs []string
 	Sink   connector.Sink
 	// NoAcknowledgements means the sink never holds back the watermark:
 	// records are released as delivered when handed to it (stdout for
 	// debugging). The zero value, acknowledgements on, is the safe one.
+	// In a pipeline file it is acknowledgements: false.
 	NoAcknowledgements bool
-	Batch              BatchSettings
-	Retry              RetrySettings
-	OnFailure          FailurePolicy
-	// DeadLetter names the sink that receives failed records when OnFailure,
-	// or OnGiveUp, is DeadLetter.
+	Batch              BatchSettings // batch
+	Retry              RetrySettings // retry
+	OnFailure          FailurePolicy // on_failure
+	// DeadLetter (dead_letter) names the sink that receives failed records,
+	// set when and only when OnFailure or OnGiveUp is DeadLetter. It names
+	// another sink, which ends the chain: it does not send records to a dead
+	// letter sink itself.
 	DeadLetter string
-	// GiveUpAfter is how long a sink may fail without a single successful
+	// GiveUpAfter (give_up_after) is how long a sink may fail without a single successful
 	// flush before it stops retrying and rewinding and applies OnGiveUp:
 	// a sink that fails for good (a full disk, a vanished directory) must
 	// not loop for ever behind a healthy-looking process. Zero means the
 	// default, DefaultGiveUpAfter; negative means never.
 	GiveUpAfter time.Duration
-	// OnGiveUp is Halt (the zero value: stop the run, exit code 3, naming
-	// the sink and its error) or DeadLetter (send what keeps failing to the
+	// OnGiveUp (on_give_up) is GiveUpHalt (the zero value: stop the run, exit code 3, naming
+	// the sink and its error) or GiveUpDeadLetter (send what keeps failing to the
 	// DeadLetter sink and go on).
 	OnGiveUp GiveUpPolicy
 }
@@ -76,19 +93,19 @@ const (
 )
 
 // BatchSettings say when a sink's current group is flushed. Zero fields mean
-// the defaults.
+// the defaults; negative ones are invalid.
 type BatchSettings struct {
-	MaxRecords int
-	MaxBytes   int64
-	MaxAge     time.Duration
-	// Linger, when positive, also flushes the current group once the sink's
-	// input has been idle that long: its sources have caught up, and waiting
-	// for MaxAge would only delay the last records. It is off by default (0),
-	// because a trickling input would then be flushed in tiny groups (a file
-	// per few records); see docs/runtime.md. A Linger not below MaxAge has no
-	// effect.
+	MaxRecords int           // batch.max_records
+	MaxBytes   int64         // batch.max_bytes
+	MaxAge     time.Duration // batch.max_age
+	// Linger (batch.linger), when positive, also flushes the current group
+	// once the sink's input has been idle that long: its sources have caught
+	// up, and waiting for MaxAge would only delay the last records. It is off
+	// by default (0), because a trickling input would then be flushed in tiny
+	// groups (a file per few records); see docs/runtime.md. It must be below
+	// MaxAge, or it would have no effect.
 	Linger time.Duration
-	// Overlap is how many sealed groups may be waiting to become durable
+	// Overlap (batch.overlap) is how many sealed groups may be waiting to become durable
 	// while the next group is written, for a sink that implements
 	// connector.Sealer (the file and Kafka sinks). Other sinks flush
 	// synchronously and ignore it. Zero means the default,
@@ -98,12 +115,14 @@ type BatchSettings struct {
 
 // RetrySettings bound the retries of a failed write: exponential backoff with
 // jitter from InitialBackoff up to MaxBackoff, at most MaxAttempts attempts and
-// MaxElapsed in all, whichever comes first.
+// MaxElapsed in all, whichever comes first. Zero fields mean the defaults;
+// a default backoff never contradicts one that is set (see FillDefaults), but
+// a MaxBackoff below the InitialBackoff is invalid.
 type RetrySettings struct {
-	MaxAttempts    int
-	InitialBackoff time.Duration
-	MaxBackoff     time.Duration
-	MaxElapsed     time.Duration
+	MaxAttempts    int           // retry.max_attempts
+	InitialBackoff time.Duration // retry.initial_backoff
+	MaxBackoff     time.Duration // retry.max_backoff
+	MaxElapsed     time.Duration // retry.max_elapsed
 }
 
 // FailurePolicy is what a sink does with records whose write failed after
@@ -122,26 +141,42 @@ const (
 	Halt
 )
 
-// CheckpointSettings configure commits and shutdown.
+// String returns the policy's name in a pipeline file.
+func (f FailurePolicy) String() string {
+	switch f {
+	case Rewind:
+		return "rewind"
+	case DeadLetter:
+		return "dead_letter"
+	case Halt:
+		return "halt"
+	}
+	return "FailurePolicy(" + strconv.Itoa(int(f)) + ")"
+}
+
+// CheckpointSettings configure commits and shutdown (the checkpoint section
+// of a pipeline file). Zero fields mean the defaults; negative ones are
+// invalid.
 type CheckpointSettings struct {
-	CommitInterval  time.Duration // default 5s
-	ShutdownTimeout time.Duration // default 30s: in-flight batches' time to finish on shutdown
-	DrainTimeout    time.Duration // default 30s: a revoked partition's time to finish
-	StallWarning    time.Duration // default 60s: log a stalled partition after this long
-	// CommitFailureTimeout (default 5m) stops the run when Source.Commit has
-	// failed for that long without a success (a full disk, an unreachable
-	// broker): failed commits are retried with backoff meanwhile.
+	CommitInterval  time.Duration // commit_interval, default 5s
+	ShutdownTimeout time.Duration // shutdown_timeout, default 30s: in-flight batches' time to finish on shutdown
+	DrainTimeout    time.Duration // drain_timeout, default 30s: a revoked partition's time to finish
+	StallWarning    time.Duration // stall_warning, default 60s: log a stalled partition after this long
+	// CommitFailureTimeout (commit_failure_timeout, default 5m) stops the run
+	// when Source.Commit has failed for that long without a success (a full
+	// disk, an unreachable broker): failed commits are retried with backoff
+	// meanwhile.
 	CommitFailureTimeout time.Duration
 }
 
 // MetricsSettings configure the HTTP endpoint.
 type MetricsSettings struct {
-	// Address is where /metrics, /healthz, /readyz and /debug/stalls are
-	// served. Empty (the zero value) or "off" serves nothing: a pipeline
-	// embedded in a program opens no port unless asked to. The command
-	// line's default is DefaultMetricsAddress.
+	// Address (metrics.address) is where /metrics, /healthz, /readyz and
+	// /debug/stalls are served: host:port. Empty (the zero value) or "off"
+	// serves nothing: a pipeline embedded in a program opens no port unless
+	// asked to. The command line's default is DefaultMetricsAddress.
 	Address string
-	// Pprof serves Go's profiles under /debug/pprof/ on the same listener.
+	// Pprof (metrics.pprof) serves Go's profiles under /debug/pprof/ on the same listener.
 	// Off by default: profiles show the program's internals.
 	Pprof bool
 }

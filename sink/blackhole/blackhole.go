@@ -26,7 +26,6 @@ func init() {
 type Sink struct {
 	pending int64
 	flushed atomic.Int64
-	bytes   atomic.Int64
 }
 
 // New returns a blackhole sink.

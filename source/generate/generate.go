@@ -50,21 +50,26 @@ func NewConfig() *Config {
 	return &Config{BatchSize: 500, Partitions: 1, Template: DefaultTemplate}
 }
 
-// Validate reports the first bad option, naming it and the fix.
+// Validate reports every bad option, each as a *connector.FieldError naming
+// it and the fix.
 func (c *Config) Validate() error {
-	switch {
-	case c.Count < 0:
-		return errors.New("generate: count must be 0 (unbounded) or positive")
-	case c.Rate < 0:
-		return errors.New("generate: rate must be 0 (as fast as possible) or positive")
-	case c.BatchSize <= 0:
-		return errors.New("generate: batch_size must be positive")
-	case c.Partitions <= 0 || c.Partitions > 1<<16:
-		return errors.New("generate: partitions must be between 1 and 65536")
-	case c.Template == "":
-		return errors.New("generate: template must not be empty")
+	var errs []error
+	if c.Count < 0 {
+		errs = append(errs, connector.Fieldf("count", "must be 0 (without end) or more"))
 	}
-	return nil
+	if !(c.Rate >= 0) { // NaN too
+		errs = append(errs, connector.Fieldf("rate", "must be 0 (as fast as possible) or more"))
+	}
+	if c.BatchSize <= 0 {
+		errs = append(errs, connector.Fieldf("batch_size", "must be more than 0"))
+	}
+	if c.Partitions <= 0 || c.Partitions > 1<<16 {
+		errs = append(errs, connector.Fieldf("partitions", "must be between 1 and 65536"))
+	}
+	if c.Template == "" {
+		errs = append(errs, connector.Fieldf("template", "must not be empty: write the value of every record, like %s", DefaultTemplate))
+	}
+	return errors.Join(errs...)
 }
 
 // Offsets holds committed positions by partition name. It is safe for
@@ -126,7 +131,7 @@ type segment struct {
 // New returns a generate source called name.
 func New(name string, cfg Config) (*Source, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("generate: %w", err)
 	}
 	if cfg.Offsets == nil {
 		cfg.Offsets = new(Offsets)

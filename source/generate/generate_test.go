@@ -1,6 +1,8 @@
 package generate_test
 
 import (
+	"math"
+	"slices"
 	"testing"
 
 	"github.com/weir-etl/weir/connector"
@@ -21,10 +23,25 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-func TestValidateNamesTheOption(t *testing.T) {
+// TestValidateNamesEveryOption checks that Validate reports every bad option
+// at once, each as a field error naming the option.
+func TestValidateNamesEveryOption(t *testing.T) {
 	c := generate.NewConfig()
+	c.Count, c.Rate, c.BatchSize, c.Partitions, c.Template = -1, math.NaN(), 0, 1<<16+1, ""
+	fields, other := connector.FieldErrors(c.Validate())
+	var got []string
+	for _, fe := range fields {
+		got = append(got, fe.Field)
+	}
+	if want := []string{"count", "rate", "batch_size", "partitions", "template"}; !slices.Equal(got, want) || other != nil {
+		t.Fatalf("field errors for %v, others %v; want one for each of %v", got, other, want)
+	}
+	if err := generate.NewConfig().Validate(); err != nil {
+		t.Fatalf("the defaults are invalid: %v", err)
+	}
+	c = generate.NewConfig()
 	c.BatchSize = 0
-	if err := c.Validate(); err == nil || err.Error() != "generate: batch_size must be positive" {
-		t.Fatalf("got %v", err)
+	if _, err := generate.New("gen", *c); err == nil || err.Error() != "generate: batch_size: must be more than 0" {
+		t.Fatalf("New: got %v", err)
 	}
 }

@@ -1,0 +1,87 @@
+package config
+
+import (
+	"reflect"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/weir-etl/weir/pipeline"
+)
+
+// checkpointOptions is the checkpoint section: pipeline.CheckpointSettings,
+// and the in-flight limits of every source that does not set its own.
+type checkpointOptions struct {
+	CommitInterval       Duration `yaml:"commit_interval"`
+	ShutdownTimeout      Duration `yaml:"shutdown_timeout"`
+	DrainTimeout         Duration `yaml:"drain_timeout"`
+	StallWarning         Duration `yaml:"stall_warning"`
+	CommitFailureTimeout Duration `yaml:"commit_failure_timeout"`
+	MaxInFlightBatches   int      `yaml:"max_in_flight_batches"`
+	MaxInFlightBytes     Size     `yaml:"max_in_flight_bytes"`
+}
+
+// readCheckpoint reads the checkpoint section; n is nil when the file has
+// none. What it leaves out is filled in by pipeline.FillDefaults.
+func (p *pipelineFile) readCheckpoint(n *yaml.Node) {
+	if isNull(n) {
+		return
+	}
+	var c checkpointOptions
+	before := len(p.errs)
+	p.decode(n, reflect.ValueOf(&c).Elem(), "checkpoint")
+	if len(p.errs) > before {
+		return
+	}
+	for _, o := range []struct {
+		key string
+		v   int64
+	}{
+		{"commit_interval", int64(c.CommitInterval)},
+		{"shutdown_timeout", int64(c.ShutdownTimeout)},
+		{"drain_timeout", int64(c.DrainTimeout)},
+		{"stall_warning", int64(c.StallWarning)},
+		{"commit_failure_timeout", int64(c.CommitFailureTimeout)},
+		{"max_in_flight_batches", int64(c.MaxInFlightBatches)},
+		{"max_in_flight_bytes", int64(c.MaxInFlightBytes)},
+	} {
+		p.setToZero(n, o.key, "checkpoint", o.v)
+	}
+	// The in-flight limits here are the loader's own: it copies them into
+	// each source, where a negative one would be reported once per source.
+	if c.MaxInFlightBatches < 0 {
+		p.errorf(locate(n, "max_in_flight_batches"), "checkpoint.max_in_flight_batches", "must be more than 0; leave it out for the default")
+		c.MaxInFlightBatches = 0
+	}
+	p.spec.Checkpoint = pipeline.CheckpointSettings{
+		CommitInterval:       c.CommitInterval.D(),
+		ShutdownTimeout:      c.ShutdownTimeout.D(),
+		DrainTimeout:         c.DrainTimeout.D(),
+		StallWarning:         c.StallWarning.D(),
+		CommitFailureTimeout: c.CommitFailureTimeout.D(),
+	}
+	p.inFlight.batches, p.inFlight.bytes = c.MaxInFlightBatches, int64(c.MaxInFlightBytes)
+}
+
+// readMetrics reads the metrics section; n is nil when the file has none.
+// A file that says nothing asks for pipeline.DefaultMetricsAddress, where a
+// Spec's zero address would serve nothing: the command line serves metrics
+// unless told not to.
+func (p *pipelineFile) readMetrics(n *yaml.Node) {
+	p.spec.Metrics.Address = pipeline.DefaultMetricsAddress
+	if isNull(n) {
+		return
+	}
+	var m struct {
+		Address *string `yaml:"address"`
+		Pprof   bool    `yaml:"pprof"`
+	}
+	p.decode(n, reflect.ValueOf(&m).Elem(), "metrics")
+	p.spec.Metrics.Pprof = m.Pprof
+	switch {
+	case m.Address == nil:
+	case *m.Address == "":
+		p.errorf(locate(n, "address"), "metrics.address", "is empty: write host:port, like 127.0.0.1:9464 or :9464, or off to disable metrics")
+	default:
+		p.spec.Metrics.Address = *m.Address
+	}
+}
