@@ -2,7 +2,6 @@ package pipeline_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,9 +17,7 @@ import (
 type feedSource struct {
 	feed chan feedBatch
 	next int64
-	mu   sync.Mutex
-	done int64 // highest committed position
-	seen chan int64
+	seen chan int64 // committed positions
 }
 
 type feedBatch struct {

@@ -44,7 +44,6 @@ type commitPolicy struct {
 	commitFails  int
 	failingSince time.Time
 	retryAt      time.Time
-	lastCommit   time.Time // the last regular commit round
 	finished     bool
 	halted       bool
 }

@@ -29,13 +29,12 @@ type twoParts struct {
 	lost     bool
 	after    func()
 
-	mu         sync.Mutex
-	commits    []connector.Commit
-	given      bool  // b was given up
-	commitsAt  int   // len(commits) when Revoke or Lost returned
-	revokeErr  error // what Revoke returned
-	bLastEnd   int64 // End of the last batch of b polled
-	bCommitted []int64
+	mu        sync.Mutex
+	commits   []connector.Commit
+	given     bool  // b was given up
+	commitsAt int   // len(commits) when Revoke or Lost returned
+	revokeErr error // what Revoke returned
+	bLastEnd  int64 // End of the last batch of b polled
 }
 
 func (s *twoParts) Open(ctx context.Context, h connector.Host) error {
