@@ -96,7 +96,7 @@ func (w *waiter) wait(ctx context.Context) error {
 		}
 		pause := min(backoff, left)
 		w.log.Warn("kafka: no broker answers; retrying", "brokers", w.brokers, "err", Explain(err).Error(),
-			"attempt", attempt, "waited", waited.Round(time.Millisecond), "retry_in", pause, "connect_timeout", w.limit)
+			"attempt", attempt, "waited", waited.Round(time.Millisecond), "retry_in", pause.Round(time.Millisecond), "connect_timeout", w.limit)
 		if err := w.clock.Sleep(ctx, pause); err != nil {
 			return fmt.Errorf("kafka: %s: reaching brokers %v: %w", w.who, w.brokers, err)
 		}
