@@ -130,6 +130,60 @@ func TestOutageLoggedOnceBeforeDeliveryTimeout(t *testing.T) {
 	}
 }
 
+// A broker that takes produce requests and holds them: the wait is logged
+// once, saying that no broker failed; when the acknowledgements come, an INFO
+// line says so and the warning is armed again for the next stall.
+func TestStallWarnedAgainAfterRecovery(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	c, ids := fakeTopics(ctx, t, "out")
+	s, log := newLoggedSink(t, c.ListenAddrs(), func(c *kafka.Config) { c.DeliveryTimeout = 2 * time.Second })
+	if err := s.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stall := func(value string) {
+		t.Helper()
+		hold, release := releaser(t)
+		arrived := holdProduce(c, ids, "out", hold)
+		if err := s.Write(ctx, []record.Record{rec(value, "")}); err != nil {
+			t.Fatal(err)
+		}
+		g, err := s.Seal(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		persisted := make(chan error, 1)
+		go func() { persisted <- g.Persist(ctx) }()
+		wait(ctx, t, arrived, "the held produce")
+		n := len(log.lines("WARN"))
+		for len(log.lines("WARN")) == n {
+			select {
+			case err := <-persisted:
+				t.Fatalf("Persist returned %v before the stall was logged", err)
+			case <-ctx.Done():
+				t.Fatal("the stall was never logged")
+			case <-time.After(10 * time.Millisecond): // polling the sink's log
+			}
+		}
+		release()
+		if err := <-persisted; err != nil {
+			t.Fatalf("Persist once the broker answers: %v", err)
+		}
+	}
+	stall("first")
+	warns := log.lines("WARN")
+	if len(warns) != 1 || !strings.Contains(warns[0], "none seen") {
+		t.Fatalf("warnings %v, want one saying no broker failed", warns)
+	}
+	if infos := log.lines("INFO"); len(infos) != 1 || !strings.Contains(infos[0], "acknowledge records again") {
+		t.Fatalf("INFO lines %v, want one saying the acknowledgements arrive again", infos)
+	}
+	stall("second")
+	if warns := log.lines("WARN"); len(warns) != 2 {
+		t.Fatalf("warnings %v, want a second one for the second stall", warns)
+	}
+}
+
 // A sink started while no broker answers waits, retrying and logging, and
 // starts once a broker comes up on the configured address.
 func TestSinkOpenWaitsForBroker(t *testing.T) {
