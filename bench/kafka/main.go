@@ -47,6 +47,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -67,6 +68,7 @@ import (
 
 	"github.com/weir-etl/weir/config"
 	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/internal/kafkaclient"
 	"github.com/weir-etl/weir/pipeline"
 	"github.com/weir-etl/weir/record"
 
@@ -265,7 +267,7 @@ func ensureTopic(ctx context.Context, topic string) error {
 		_, _ = adm.DeleteTopics(ctx, topic)
 	}
 	if resp, err := adm.CreateTopic(ctx, int32(*parts), 1, nil, topic); err != nil || resp.Err != nil {
-		return fmt.Errorf("creating %s: %v %v", topic, err, resp.Err)
+		return fmt.Errorf("creating %s: %w", topic, kafkaclient.Explain(errors.Join(err, resp.Err)))
 	}
 	log.Printf("producing %d records into %s", *records, topic)
 	pad := strings.Repeat("x", max(0, *size-45))
@@ -283,7 +285,7 @@ func ensureTopic(ctx context.Context, topic string) error {
 	}
 	wg.Wait()
 	if e := failed.Load(); e != nil {
-		return *e
+		return fmt.Errorf("producing into %s: %w", topic, kafkaclient.Explain(*e))
 	}
 	return nil
 }
@@ -522,7 +524,7 @@ func createTopic(ctx context.Context, topic string) error {
 	if err == nil {
 		err = resp.Err
 	}
-	return err
+	return kafkaclient.Explain(err)
 }
 
 // deleteTopic deletes a topic the kafka case wrote, ignoring errors.

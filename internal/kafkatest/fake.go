@@ -2,6 +2,7 @@ package kafkatest
 
 import (
 	"context"
+	"net"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -19,6 +20,31 @@ func Fake(t testing.TB, topic string, partitions int32) *kfake.Cluster {
 	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// FakeOn is Fake listening on port of 127.0.0.1: a test can point a
+// connector at the port before the cluster runs (FreePort finds one).
+func FakeOn(t testing.TB, port int, topic string, partitions int32) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port), kfake.SeedTopics(partitions, topic))
+	if err != nil {
+		t.Fatalf("kfake on port %d: %v", port, err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// FreePort returns a TCP port of 127.0.0.1 that nothing listens on: the
+// system just gave it out and it was closed again, so it stays free unless
+// another process happens to be given it meanwhile.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("finding a free port: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // Client returns a plain client for brokers, closed when the test ends.

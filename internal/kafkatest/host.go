@@ -44,11 +44,19 @@ type Call struct {
 func (c Call) String() string { return fmt.Sprintf("%s %s@%d", c.Op, c.Name, c.Pos) }
 
 // Host is a connector.Host that records calls. Like the runtime, its Revoke
-// commits the partition's delivered position through the source's Commit
-// before forgetting it; tests mark positions delivered with Deliver.
+// commits the partitions' delivered positions through the source's Commit
+// before forgetting them; tests mark positions delivered with Deliver.
+//
+// Like the runtime, it numbers partitions from 0, in the order they are first
+// assigned, and keeps a name's id for good: a source that takes the zero
+// value of an id for "none" meets a real partition 0 here. It also records
+// every call that names a partition it does not hold (a Revoke or Lost of a
+// partition never assigned, or already given up), as Misuse reports.
 type Host struct {
 	// Source receives Revoke's final commit. Set it before Open.
 	Source connector.Source
+	// Log, if set, is what Logger returns.
+	Log *slog.Logger
 
 	mu        sync.Mutex
 	changed   chan struct{} // closed and replaced on every change
@@ -59,6 +67,8 @@ type Host struct {
 	delivered map[checkpoint.Partition]checkpoint.Position
 	records   map[string][]int64 // offsets handed out, by partition name
 	revokeErr error
+	revokes   [][]string // the partitions of each Revoke call
+	misuse    []error
 }
 
 // NewHost returns an empty Host.
@@ -98,11 +108,27 @@ func (h *Host) Assign(name string, start checkpoint.Position) checkpoint.Partiti
 // Revoke implements connector.Host: for each partition it commits the
 // delivered position, if any, through Source.Commit, then forgets it.
 func (h *Host) Revoke(ctx context.Context, ps ...checkpoint.Partition) error {
+	h.mu.Lock()
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = h.names[p]
+		h.checkOwnedLocked("Revoke", p)
+	}
+	h.revokes = append(h.revokes, names)
+	h.mu.Unlock()
 	var errs []error
 	for _, p := range ps {
 		errs = append(errs, h.revoke(ctx, p))
 	}
 	return errors.Join(errs...)
+}
+
+func (h *Host) checkOwnedLocked(op string, p checkpoint.Partition) {
+	if name, ok := h.names[p]; !ok {
+		h.misuse = append(h.misuse, fmt.Errorf("%s of partition %d, which was never assigned", op, p))
+	} else if !h.owned[p] {
+		h.misuse = append(h.misuse, fmt.Errorf("%s of %s (partition %d), which is not held", op, name, p))
+	}
 }
 
 func (h *Host) revoke(ctx context.Context, p checkpoint.Partition) error {
@@ -133,6 +159,7 @@ func (h *Host) Lost(ps ...checkpoint.Partition) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, p := range ps {
+		h.checkOwnedLocked("Lost", p)
 		delete(h.owned, p)
 		delete(h.delivered, p)
 		h.calls = append(h.calls, Call{"lost", h.names[p], -1})
@@ -146,8 +173,12 @@ func (h *Host) Skip(string, int64) {}
 // Unread implements connector.Host; the Kafka source never leaves input unread.
 func (h *Host) Unread(string, int64) {}
 
-// Logger implements connector.Host; it discards unless WEIR_TEST_LOG is set.
+// Logger implements connector.Host: Log if set, else a logger that discards
+// unless WEIR_TEST_LOG is set.
 func (h *Host) Logger() *slog.Logger {
+	if h.Log != nil {
+		return h.Log
+	}
 	if os.Getenv("WEIR_TEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -223,6 +254,25 @@ func (h *Host) Count() int {
 		n += len(r)
 	}
 	return n
+}
+
+// RevokeCalls returns the partitions of each Revoke call so far, by name.
+func (h *Host) RevokeCalls() [][]string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([][]string, len(h.revokes))
+	for i, r := range h.revokes {
+		out[i] = append([]string(nil), r...)
+	}
+	return out
+}
+
+// Misuse returns the calls so far that named a partition the Host did not
+// hold, or nil.
+func (h *Host) Misuse() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return errors.Join(h.misuse...)
 }
 
 // RevokeErr returns the first error of a Revoke's commit.

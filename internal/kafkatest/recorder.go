@@ -33,6 +33,7 @@ type Recorder struct {
 	changed chan struct{} // closed and replaced on every event
 	events  []Event
 	names   map[checkpoint.Partition]string
+	revokes [][]string // the partitions of each Host.Revoke call
 }
 
 // NewRecorder wraps src.
@@ -88,6 +89,18 @@ func (r *Recorder) Events() []Event {
 	return append([]Event(nil), r.events...)
 }
 
+// RevokeCalls returns the partitions of each Host.Revoke call the source
+// made, by name, in order.
+func (r *Recorder) RevokeCalls() [][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([][]string, len(r.revokes))
+	for i, c := range r.revokes {
+		out[i] = append([]string(nil), c...)
+	}
+	return out
+}
+
 // Find returns the events with op for the partition name ("" for any).
 func (r *Recorder) Find(op, name string) []Event {
 	var out []Event
@@ -133,8 +146,15 @@ func (h *recHost) Assign(name string, start checkpoint.Position) checkpoint.Part
 }
 
 func (h *recHost) Revoke(ctx context.Context, ps ...checkpoint.Partition) error {
-	for _, p := range ps {
-		h.r.add(Event{"revoking", h.r.name(p), -1})
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = h.r.name(p)
+	}
+	h.r.mu.Lock()
+	h.r.revokes = append(h.r.revokes, names)
+	h.r.mu.Unlock()
+	for _, name := range names {
+		h.r.add(Event{"revoking", name, -1})
 	}
 	err := h.Host.Revoke(ctx, ps...)
 	for _, p := range ps {

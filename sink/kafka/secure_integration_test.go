@@ -15,6 +15,10 @@ import (
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/internal/kafkatest"
 	"github.com/weir-etl/weir/record"
+
+	// The pipeline files here have a Kafka source too; the sink does not
+	// import the source, so register it.
+	_ "github.com/weir-etl/weir/source/kafka"
 )
 
 // passwordEnv carries the SASL password into the pipeline file as

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,39 +25,53 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/internal/kafkaclient"
 	"github.com/weir-etl/weir/record"
-	source "github.com/weir-etl/weir/source/kafka"
+)
+
+// The connection settings are shared with the Kafka source; these aliases let
+// a program that configures the sink in Go name them.
+type (
+	// Conn is how the sink reaches its cluster: brokers, TLS, SASL and the
+	// wait for a broker at start.
+	Conn = kafkaclient.Conn
+	// TLS configures encryption to the brokers.
+	TLS = kafkaclient.TLS
+	// SASL configures authentication to the brokers.
+	SASL = kafkaclient.SASL
+	// Secret is a string that fmt and slog print redacted.
+	Secret = kafkaclient.Secret
 )
 
 // Config is the sink's configuration, the options under a `type: kafka` sink.
 type Config struct {
-	source.Conn `yaml:",inline"`
+	Conn `yaml:",inline"`
 	// Topic is the destination: a name, or a template whose {{field}} parts
 	// are replaced by the record's fields ("events-{{region}}", dotted paths
 	// reach nested fields).
-	Topic string `yaml:"topic"`
+	Topic string `yaml:"topic" doc:"The destination topic: a name, or a template whose {{field}} parts are replaced by the record's fields (\"events-{{region}}\"; dotted paths reach nested fields)."`
 	// KeyField names the field whose value becomes the message key; empty
 	// keeps the record's own key.
-	KeyField string `yaml:"key_field"`
+	KeyField string `yaml:"key_field" doc:"The field whose value becomes the message key (a dotted path reaches a nested field); empty keeps the record's own key."`
 	// Headers copies the record's headers onto the message.
-	Headers bool `yaml:"headers"`
+	Headers bool `yaml:"headers" doc:"Copies the record's headers onto the message."`
 	// Compression is "none", "gzip", "snappy", "lz4" or "zstd".
-	Compression string `yaml:"compression"`
+	Compression string `yaml:"compression" doc:"Compression of produced batches: \"none\", \"gzip\", \"snappy\", \"lz4\" or \"zstd\"."`
 	// DeliveryTimeout bounds how long a group may wait for the
 	// acknowledgements of its records, retries included, before it fails
 	// (and is written again). It is measured by the sink from the start of
 	// the wait, not from the records' timestamps: a record keeps its source
 	// timestamp, which may be far in the past.
-	DeliveryTimeout time.Duration `yaml:"delivery_timeout"`
+	DeliveryTimeout time.Duration `yaml:"delivery_timeout" doc:"How long a group waits for the brokers to acknowledge its records, retries included, before it fails and is written again; measured from the start of the wait, not from the records' timestamps."`
 	// MaxBufferedRecords bounds the records waiting for acknowledgement; Write
 	// blocks beyond it.
-	MaxBufferedRecords int `yaml:"max_buffered_records"`
+	MaxBufferedRecords int `yaml:"max_buffered_records" doc:"Most records waiting for acknowledgement; writing more waits for buffer space, for up to delivery_timeout."`
 }
 
 // NewConfig returns a Config with the defaults filled in.
 func NewConfig() *Config {
 	return &Config{
-		Conn:               source.Conn{ClientID: "weir"},
+		Conn:               kafkaclient.DefaultConn(),
 		Headers:            true,
 		Compression:        "snappy",
 		DeliveryTimeout:    2 * time.Minute,
@@ -64,43 +79,41 @@ func NewConfig() *Config {
 	}
 }
 
-// Validate reports the first problem with c, naming the option and the fix.
+// Validate reports every problem with c at once, as *connector.FieldError
+// values joined with errors.Join, each naming its option and the fix.
 func (c *Config) Validate() error {
-	if err := c.Conn.Validate(); err != nil {
-		return err
-	}
+	errs := []error{c.Conn.Validate()}
 	if c.Topic == "" {
-		return errors.New(`kafka: topic is empty: name the destination topic, or a template such as "events-{{region}}"`)
+		errs = append(errs, connector.Fieldf("topic", `is empty: name the destination topic, or a template such as "events-{{region}}"`))
+	} else if _, err := parseTemplate(c.Topic); err != nil {
+		errs = append(errs, connector.Fieldf("topic", "%v", err))
 	}
-	if _, err := parseTemplate(c.Topic); err != nil {
-		return err
-	}
-	if _, err := compression(c.Compression); err != nil {
-		return err
+	if _, ok := compression(c.Compression); !ok {
+		errs = append(errs, connector.Fieldf("compression", `%q is not valid: use "none", "gzip", "snappy", "lz4" or "zstd"`, c.Compression))
 	}
 	if c.DeliveryTimeout < time.Second {
-		return fmt.Errorf("kafka: delivery_timeout %v is too short: use at least 1s", c.DeliveryTimeout)
+		errs = append(errs, connector.Fieldf("delivery_timeout", "%v is too short: use at least 1s (the default is 2m)", c.DeliveryTimeout))
 	}
 	if c.MaxBufferedRecords <= 0 {
-		return fmt.Errorf("kafka: max_buffered_records is %d: it must be positive", c.MaxBufferedRecords)
+		errs = append(errs, connector.Fieldf("max_buffered_records", "is %d: it must be positive (the default is 100000)", c.MaxBufferedRecords))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
-func compression(name string) (kgo.CompressionCodec, error) {
+func compression(name string) (kgo.CompressionCodec, bool) {
 	switch name {
 	case "none", "":
-		return kgo.NoCompression(), nil
+		return kgo.NoCompression(), true
 	case "gzip":
-		return kgo.GzipCompression(), nil
+		return kgo.GzipCompression(), true
 	case "snappy":
-		return kgo.SnappyCompression(), nil
+		return kgo.SnappyCompression(), true
 	case "lz4":
-		return kgo.Lz4Compression(), nil
+		return kgo.Lz4Compression(), true
 	case "zstd":
-		return kgo.ZstdCompression(), nil
+		return kgo.ZstdCompression(), true
 	}
-	return kgo.CompressionCodec{}, fmt.Errorf(`kafka: compression %q is not valid: use "none", "gzip", "snappy", "lz4" or "zstd"`, name)
+	return kgo.CompressionCodec{}, false
 }
 
 // template is a topic name with {{field}} parts.
@@ -109,24 +122,25 @@ type template struct {
 	fields [][]string
 }
 
-func parseTemplate(s string) (template, error) {
+func parseTemplate(topic string) (template, error) {
 	var t template
+	s := topic
 	for {
 		i := strings.Index(s, "{{")
 		if i < 0 {
 			if strings.Contains(s, "}}") {
-				return t, fmt.Errorf("kafka: topic %q has a }} without {{", s)
+				return t, fmt.Errorf("%q has a }} without {{", topic)
 			}
 			t.lits = append(t.lits, s)
 			return t, nil
 		}
 		j := strings.Index(s[i:], "}}")
 		if j < 0 {
-			return t, fmt.Errorf("kafka: topic %q has a {{ without }}", s)
+			return t, fmt.Errorf("%q has a {{ without }}", topic)
 		}
 		name := strings.TrimSpace(s[i+2 : i+j])
 		if name == "" {
-			return t, fmt.Errorf("kafka: topic %q has an empty {{}}: name a field", s)
+			return t, fmt.Errorf("%q has an empty {{}}: name a field", topic)
 		}
 		t.lits = append(t.lits, s[:i])
 		t.fields = append(t.fields, strings.Split(name, "."))
@@ -184,6 +198,8 @@ type Sink struct {
 	topic template
 	key   []string
 	cl    *kgo.Client
+	log   *slog.Logger
+	watch *ackWatch
 
 	// cur is the current group. Promises run on the client's goroutines and
 	// record errors in the group they were produced in, so a late promise of
@@ -219,7 +235,7 @@ func (g *group) add() { g.pending.Add(1) }
 // produce as answered.
 func (g *group) finish(_ *kgo.Record, err error) {
 	if err != nil {
-		g.fail(err)
+		g.fail(kafkaclient.Explain(err))
 	}
 	g.release()
 }
@@ -273,19 +289,32 @@ func (g *group) firstErr() error {
 }
 
 // New returns a sink for cfg, which must be valid.
+//
+// A sink is given no logger by the runtime; it logs to slog.Default(), with
+// the attribute sink=name.
 func New(name string, cfg *Config) (*Sink, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kafka: sink %s: %w", name, err)
 	}
 	t, _ := parseTemplate(cfg.Topic)
 	s := &Sink{name: name, cfg: *cfg, topic: t, cur: newGroup()}
+	s.setLogger(slog.Default().With("sink", name))
 	if cfg.KeyField != "" {
 		s.key = strings.Split(cfg.KeyField, ".")
 	}
 	return s, nil
 }
 
+func (s *Sink) setLogger(l *slog.Logger) {
+	s.log = l
+	s.watch = newAckWatch(s.name, s.cfg.Brokers, s.cfg.DeliveryTimeout, l)
+}
+
 // Open connects the producer.
+//
+// When no broker answers, Open waits and retries with backoff, logging every
+// attempt, for up to connect_timeout, and then fails with an error that says
+// so; bad credentials or certificates fail at once.
 func (s *Sink) Open(ctx context.Context) error {
 	opts, err := s.cfg.Conn.Opts()
 	if err != nil {
@@ -305,14 +334,16 @@ func (s *Sink) Open(ctx context.Context) error {
 		kgo.MaxBufferedRecords(s.cfg.MaxBufferedRecords),
 		// Records without a key spread over partitions; keyed ones hash.
 		kgo.RecordPartitioner(kgo.UniformBytesPartitioner(64<<10, true, true, nil)),
+		// Broker failures, for the warning of a long wait.
+		kgo.WithHooks(s.watch),
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("kafka: sink %s: %w", s.name, err)
 	}
-	if err := cl.Ping(ctx); err != nil {
+	if err := kafkaclient.WaitForBrokers(ctx, cl, &s.cfg.Conn, "sink "+s.name, s.log); err != nil {
 		cl.Close()
-		return fmt.Errorf("kafka: sink %s: reaching brokers %v: %w", s.name, s.cfg.Brokers, err)
+		return err
 	}
 	s.cl = cl
 	return nil
@@ -334,6 +365,10 @@ func (s *Sink) Write(ctx context.Context, recs []record.Record) error {
 	// buffer space (a shutdown past its deadline), failing this call's
 	// records; once it returned, their fate is Flush's or Persist's.
 	defer context.AfterFunc(ctx, cancel)()
+	// Buffer space frees as acknowledgements arrive, or as records fail:
+	// a Write that returns says nothing about the brokers' health.
+	done := s.watch.start("buffer space (max_buffered_records)")
+	defer done(false)
 	for i := range recs {
 		r := &recs[i]
 		topic, err := s.topic.render(r)
@@ -371,7 +406,9 @@ func (s *Sink) Write(ctx context.Context, recs []record.Record) error {
 // Flush returns once every record produced so far is acknowledged by all
 // in-sync replicas, with the group's first error if any failed, and starts a
 // new group. It gives up after DeliveryTimeout.
-func (s *Sink) Flush(ctx context.Context) error {
+func (s *Sink) Flush(ctx context.Context) (err error) {
+	done := s.watch.start("acknowledgements")
+	defer func() { done(err == nil) }()
 	if err := s.flushAll(ctx); err != nil {
 		return err
 	}
@@ -393,11 +430,26 @@ func (s *Sink) Flush(ctx context.Context) error {
 // If they are not acknowledged within DeliveryTimeout (a broker is down, say),
 // Abort fails every record the client still buffers, this group's and any
 // sealed group's, so that nothing of it is retried behind the runtime's back:
-// those groups fail and are written again.
+// those groups fail and are written again. The client fails a record only
+// once no request holding it is in flight, and with a broker that does not
+// answer that can take long: Abort waits for it up to DeliveryTimeout again,
+// then returns an error and leaves the rest to the client (records it still
+// delivers belong to groups that already failed, and are written again).
 func (s *Sink) Abort(ctx context.Context) error {
+	done := s.watch.start("acknowledgements of a failed group")
+	defer done(false)
 	err := s.flushAll(ctx)
 	if err != nil && ctx.Err() == nil {
-		err = s.cl.AbortBufferedRecords(ctx)
+		actx, cancel := context.WithTimeoutCause(ctx, s.cfg.DeliveryTimeout, errDeliveryTimeout)
+		if aerr := s.cl.AbortBufferedRecords(actx); aerr != nil {
+			if cause := context.Cause(actx); cause != nil {
+				aerr = cause
+			}
+			err = fmt.Errorf("failing the records still buffered: %w", aerr)
+		} else {
+			err = nil
+		}
+		cancel()
 	}
 	s.mu.Lock()
 	g := s.cur
@@ -443,7 +495,7 @@ func (s *Sink) Seal(context.Context) (connector.SealedGroup, error) {
 	}
 	s.startGroup()
 	g.seal()
-	return &sealed{name: s.name, g: g, timeout: s.cfg.DeliveryTimeout}, nil
+	return &sealed{name: s.name, g: g, timeout: s.cfg.DeliveryTimeout, watch: s.watch}, nil
 }
 
 // sealed is a group Seal handed over. It shares only the group with the
@@ -452,12 +504,15 @@ type sealed struct {
 	name    string
 	g       *group
 	timeout time.Duration
+	watch   *ackWatch
 }
 
 // Persist waits until every record of the group is acknowledged by all
 // in-sync replicas, or DeliveryTimeout passed, or ctx is done, and returns the
 // group's first error. Records of later groups are not waited for.
-func (sg *sealed) Persist(ctx context.Context) error {
+func (sg *sealed) Persist(ctx context.Context) (err error) {
+	done := sg.watch.start("acknowledgements")
+	defer func() { done(err == nil) }()
 	t := time.NewTimer(sg.timeout)
 	defer t.Stop()
 	select {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +42,7 @@ func openSink(ctx context.Context, t *testing.T, brokers []string, change func(*
 	if err != nil {
 		t.Fatal(err)
 	}
+	kafka.SetLogger(s, slog.New(slog.DiscardHandler))
 	if err := s.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +132,9 @@ func TestFlushSurfacesProduceError(t *testing.T) {
 	if !errors.Is(err, kerr.TopicAuthorizationFailed) || !strings.HasPrefix(err.Error(), "kafka: ") {
 		t.Fatalf("Flush = %v, want the broker's TOPIC_AUTHORIZATION_FAILED with a kafka: prefix", err)
 	}
+	if want := "TOPIC_AUTHORIZATION_FAILED (29): "; !strings.Contains(err.Error(), want) {
+		t.Errorf("Flush error %q does not spell the Kafka error out (%q)", err, want)
+	}
 	if err := s.Abort(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +194,20 @@ func TestTopicTemplateAndKeyField(t *testing.T) {
 	}
 }
 
+// Validate names the option at fault in a *connector.FieldError, for every
+// problem at once.
 func TestSinkConfigValidate(t *testing.T) {
+	fieldsOf := func(err error) []string {
+		fields, other := connector.FieldErrors(err)
+		if len(other) != 0 {
+			t.Errorf("errors naming no option: %v", other)
+		}
+		var out []string
+		for _, f := range fields {
+			out = append(out, f.Field)
+		}
+		return out
+	}
 	for _, tc := range []struct {
 		field  string
 		change func(*kafka.Config)
@@ -197,17 +217,34 @@ func TestSinkConfigValidate(t *testing.T) {
 		{"topic", func(c *kafka.Config) { c.Topic = "a-{{}}" }},
 		{"compression", func(c *kafka.Config) { c.Compression = "brotli" }},
 		{"brokers", func(c *kafka.Config) { c.Brokers = nil }},
+		{"connect_timeout", func(c *kafka.Config) { c.ConnectTimeout = 0 }},
 		{"delivery_timeout", func(c *kafka.Config) { c.DeliveryTimeout = 0 }},
+		{"max_buffered_records", func(c *kafka.Config) { c.MaxBufferedRecords = 0 }},
+		{"tls.cert_file", func(c *kafka.Config) { c.TLS.KeyFile = "k.pem" }},
 	} {
 		c := kafka.NewConfig()
 		c.Brokers = []string{"127.0.0.1:9092"}
 		c.Topic = "t"
 		tc.change(c)
-		err := c.Validate()
-		if err == nil || !strings.HasPrefix(err.Error(), "kafka: ") || !strings.Contains(err.Error(), tc.field) {
-			t.Errorf("changing %s: Validate() = %v, want a kafka: error naming %s", tc.field, err, tc.field)
+		if got := fieldsOf(c.Validate()); !slices.Equal(got, []string{tc.field}) {
+			t.Errorf("changing %s: Validate() = %v, want one problem, with %s", tc.field, c.Validate(), tc.field)
 		}
 	}
+	c := kafka.NewConfig()
+	c.Compression = "brotli"
+	c.DeliveryTimeout = 0
+	want := []string{"brokers", "topic", "compression", "delivery_timeout"}
+	if got := fieldsOf(c.Validate()); !slices.Equal(got, want) {
+		t.Errorf("Validate() names %v, want all of %v", got, want)
+	}
+	if _, err := kafka.New("out", c); err == nil || !strings.HasPrefix(err.Error(), "kafka: sink out: ") {
+		t.Errorf("New with a bad config = %v, want an error prefixed with the sink", err)
+	}
+}
+
+// Every option has a doc tag: help and schema are generated from them.
+func TestSinkConfigDocTags(t *testing.T) {
+	kafkatest.CheckDocTags(t, reflect.TypeFor[kafka.Config]())
 }
 
 // fakeTopics starts an in-process cluster with a one-partition topic for each

@@ -116,6 +116,7 @@ type member struct {
 type memberOpts struct {
 	group      string
 	topic      string
+	balancer   string // empty for the default
 	checkpoint pipeline.CheckpointSettings
 	sink       func(*pipeline.SinkSpec) // adjusts the sink's spec
 	onWrite    func([]record.Record) error
@@ -138,6 +139,9 @@ func startMember(ctx context.Context, t *testing.T, brokers []string, o memberOp
 	cfg.Topics = []string{o.topic}
 	cfg.SessionTimeout = 6 * time.Second
 	cfg.RebalanceTimeout = 30 * time.Second // above every drain timeout used here
+	if o.balancer != "" {
+		cfg.Balancer = o.balancer
+	}
 	src, err := kafka.New("in", cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -328,6 +332,7 @@ func TestPipelineEpochPerAssignment(t *testing.T) {
 // (Seen to fail with the stale-epoch check of checkpoint.Apply switched off:
 // seeded_modelcheck_test.go.)
 func TestPipelineLateAckAfterRevoke(t *testing.T) {
+	t.Parallel() // waits on group rebalances; overlaps with the other waiting tests
 	q, got := lateAckScenario(t, 2, func(ctx context.Context, c *kafkaCluster, m *member) string {
 		return revokeToOther(ctx, t, c, m)
 	})
@@ -465,6 +470,7 @@ func indexOf(ev []kafkatest.Event, op, name string) int {
 // offset stays at 2, and the member, assigned t/0 again, reads 2..9 once more
 // (at-least-once). Only the new assignment's final commit moves the offset.
 func TestPipelineLostCommitsNothing(t *testing.T) {
+	t.Parallel() // waits on group rebalances; overlaps with the other waiting tests
 	ctx := testCtx(t)
 	c := newKafkaCluster(t, 1)
 	produceSeq(ctx, t, c.cl, "t", 0, 0, 10)

@@ -29,8 +29,18 @@
 //     hand-off orders the callback after the last issue and before the next.
 //
 // Revoke is called inside OnPartitionsRevoked on purpose: the rebalance waits
-// until the in-flight batches of the partition are resolved and the final
-// watermark is committed, so the next owner starts exactly there.
+// until the in-flight batches of the partitions are resolved and the final
+// watermarks are committed, so the next owner starts exactly there. One call
+// names every partition of the rebalance that was handed out, so they drain
+// together under one deadline (Lost likewise).
+//
+// # Partition ids
+//
+// The runtime's id of a partition comes from Host.Assign, at its first batch;
+// a partition assigned by the group but never read from has none. The
+// runtime numbers partitions from 0, so the zero id is a real partition and
+// cannot mean "none": the bookkeeping (owned.go) carries "handed out"
+// explicitly and removes an id only for the assignment that holds it.
 //
 // The price of the block is that a rebalance waits while the runtime holds a
 // polled batch without asking for the next (backpressure). The rebalance
@@ -43,50 +53,21 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/internal/kafkaclient"
 	"github.com/weir-etl/weir/record"
 )
 
 // ErrClosed is returned by Poll, Commit and Seek after Close.
 var ErrClosed = errors.New("kafka: source closed")
-
-type tp struct {
-	topic string
-	part  int32
-}
-
-func (t tp) name() string { return t.topic + "/" + strconv.Itoa(int(t.part)) }
-
-// partState is one partition this member owns.
-type partState struct {
-	// start is where the assignment starts reading: the committed offset, or
-	// -1 when there is none and the first record read decides.
-	start int64
-	// host is true once Host.Assign was called for this assignment.
-	host bool
-	id   checkpoint.Partition
-	// next is the offset after the last record handed out; records below it
-	// (a fetch that raced a seek) are never handed out again.
-	next int64
-	// committed is the highest offset this member committed for the
-	// partition in this assignment; Commit never sends a lower one.
-	committed int64
-	// name is the partition's name for Origin ("orders/3"), and meta the
-	// metadata every record of it carries, shared by all of them (capacity
-	// 1, so an append copies), so that a batch allocates neither.
-	name string
-	meta []record.Meta
-}
 
 // fetched is one partition's records from one poll of the client.
 type fetched struct {
@@ -105,11 +86,10 @@ type Source struct {
 
 	closed atomic.Bool
 
-	// mu guards the partition maps, the pending seeks and pollCancel. It is
-	// never held while calling the client or the Host.
+	// mu guards the partition bookkeeping, the pending seeks and
+	// pollCancel. It is never held while calling the client or the Host.
 	mu         sync.Mutex
-	parts      map[tp]*partState
-	byID       map[checkpoint.Partition]tp
+	parts      owned
 	seeks      map[tp]int64
 	pollCancel context.CancelFunc
 
@@ -125,19 +105,22 @@ type Source struct {
 // New returns a source for cfg, which must be valid.
 func New(name string, cfg *Config) (*Source, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kafka: source %s: %w", name, err)
 	}
 	return &Source{
 		name:  name,
 		cfg:   *cfg,
-		parts: map[tp]*partState{},
-		byID:  map[checkpoint.Partition]tp{},
+		parts: newOwned(),
 		seeks: map[tp]int64{},
 	}, nil
 }
 
 // Open joins the group. Partitions are reported to h as their data arrives
 // in Poll (see the package comment).
+//
+// When no broker answers, Open waits and retries with backoff, logging every
+// attempt, for up to connect_timeout, and then fails with an error that says
+// so; bad credentials or certificates fail at once.
 func (s *Source) Open(ctx context.Context, h connector.Host) error {
 	s.host = h
 	s.log = h.Logger()
@@ -149,11 +132,9 @@ func (s *Source) Open(ctx context.Context, h connector.Host) error {
 	if err != nil {
 		return fmt.Errorf("kafka: source %s: %w", s.name, err)
 	}
-	// Fail fast on unreachable brokers or bad credentials instead of polling
-	// an empty client forever.
-	if err := cl.Ping(ctx); err != nil {
+	if err := kafkaclient.WaitForBrokers(ctx, cl, &s.cfg.Conn, "source "+s.name, s.logger()); err != nil {
 		cl.Close()
-		return fmt.Errorf("kafka: source %s: reaching brokers %v: %w", s.name, s.cfg.Brokers, err)
+		return err
 	}
 	s.cl = cl
 	return nil
@@ -181,7 +162,7 @@ func (s *Source) opts() ([]kgo.Opt, error) {
 		bal = kgo.CooperativeStickyBalancer()
 	}
 	opts = append(opts,
-		LogAdapter(s.logger()),
+		kafkaclient.Logger(s.logger()),
 		kgo.ConsumerGroup(c.Group),
 		kgo.Balancers(bal),
 		kgo.ConsumeResetOffset(start),
@@ -226,13 +207,10 @@ func (s *Source) adjustOffsets(_ context.Context, offsets map[string]map[int32]k
 			if start < 0 {
 				start = -1 // no commit: the reset offset applies, the first record decides
 			}
-			if old, ok := s.parts[t]; ok && old.host {
-				// Only an eager rebalance re-assigns a partition we hold,
-				// after revoking it; be safe if it ever does not.
-				delete(s.byID, old.id)
-			}
-			s.parts[t] = &partState{start: start, next: start, committed: start,
-				name: t.name(), meta: []record.Meta{{Key: "topic", Value: t.topic}}}
+			// Only an eager rebalance re-assigns a partition we hold,
+			// after revoking it; assign replaces it safely if it ever
+			// does not.
+			s.parts.assign(t, start)
 			delete(s.seeks, t) // a seek of an earlier assignment does not apply
 		}
 	}
@@ -240,71 +218,84 @@ func (s *Source) adjustOffsets(_ context.Context, offsets map[string]map[int32]k
 }
 
 // onRevoked gives partitions up gracefully. It runs inside the rebalance, so
-// the next owner starts only after the final watermark is committed.
+// the next owner starts only after the final watermarks are committed.
+//
+// Every partition of the rebalance that was handed out goes to the Host in
+// one Revoke call: they drain together, under one deadline, so a rebalance
+// waits at most one drain timeout however many partitions it takes. A
+// partition that was never handed out has nothing in flight and no id; it is
+// only forgotten.
 func (s *Source) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
 	if s.closed.Load() {
 		// The runtime commits before Close; the Host is no longer polled.
 		return
 	}
+	var ids []checkpoint.Partition
+	var states []*partState
+	s.mu.Lock()
 	for topic, ps := range revoked {
 		for _, p := range ps {
 			t := tp{topic, p}
-			s.mu.Lock()
-			st := s.parts[t]
 			delete(s.seeks, t)
-			var known bool
-			var id checkpoint.Partition
-			if st != nil {
-				known, id = st.host, st.id
+			st := s.parts.get(t)
+			switch {
+			case st == nil:
+			case st.id.ok:
+				// Kept while Revoke commits its final watermark through
+				// Commit, which commits only partitions held.
+				ids = append(ids, st.id.p)
+				states = append(states, st)
+			default:
+				s.parts.drop(t)
 			}
-			s.mu.Unlock()
-			if st == nil {
-				continue
-			}
-			if known {
-				// The partition stays in parts while Revoke commits its final
-				// watermark through Commit, which only commits owned partitions.
-				if err := s.host.Revoke(ctx, id); err != nil {
-					s.logger().Warn("kafka: revoked partition not drained", "partition", t.name(), "err", err)
-				}
-			}
-			s.mu.Lock()
-			if s.parts[t] == st {
-				delete(s.parts, t)
-				delete(s.byID, st.id)
-			}
-			s.mu.Unlock()
 		}
 	}
+	s.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	if err := s.host.Revoke(ctx, ids...); err != nil {
+		s.logger().Warn("kafka: revoked partitions not drained", "partitions", names(states), "err", kafkaclient.Explain(err).Error())
+	}
+	s.mu.Lock()
+	for _, st := range states {
+		s.parts.dropIf(st)
+	}
+	s.mu.Unlock()
 }
 
 // onLost forgets partitions whose ownership ended without a revoke (the
 // session expired, the member was fenced). Nothing is committed for them.
+// Like onRevoked, it tells the Host of all of them in one call.
 func (s *Source) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
 	if s.closed.Load() {
 		return
 	}
+	var ids []checkpoint.Partition
+	s.mu.Lock()
 	for topic, ps := range lost {
 		for _, p := range ps {
 			t := tp{topic, p}
-			s.mu.Lock()
-			st := s.parts[t]
-			var known bool
-			var id checkpoint.Partition
-			if st != nil {
-				known, id = st.host, st.id
-				// Removed before telling the Host, so that no Commit racing
-				// with this sends an offset for a partition we do not own.
-				delete(s.parts, t)
-				delete(s.byID, st.id)
-			}
 			delete(s.seeks, t)
-			s.mu.Unlock()
-			if known {
-				s.host.Lost(id)
+			// Dropped before telling the Host, so that no Commit racing
+			// with this sends an offset for a partition we do not own.
+			if st := s.parts.drop(t); st != nil && st.id.ok {
+				ids = append(ids, st.id.p)
 			}
 		}
 	}
+	s.mu.Unlock()
+	if len(ids) > 0 {
+		s.host.Lost(ids...)
+	}
+}
+
+func names(states []*partState) []string {
+	out := make([]string, len(states))
+	for i, st := range states {
+		out[i] = st.name
+	}
+	return out
 }
 
 // Poll returns the next partition batch of the last fetch, fetching again
@@ -347,21 +338,6 @@ func (s *Source) Poll(ctx context.Context, b *connector.Batch) error {
 	}
 }
 
-// isFatal reports errors that no retry or rejoin can fix: the pipeline stops
-// with them instead of logging the same refusal forever.
-func isFatal(err error) bool {
-	for _, e := range []error{
-		kerr.TopicAuthorizationFailed, kerr.GroupAuthorizationFailed,
-		kerr.ClusterAuthorizationFailed, kerr.SaslAuthenticationFailed,
-		kerr.UnsupportedSaslMechanism, kerr.InvalidGroupID,
-	} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
-}
-
 // release lets a blocked rebalance proceed. Only called with an empty buffer.
 func (s *Source) release() {
 	if s.holding {
@@ -382,15 +358,17 @@ func (s *Source) buffer(ctx context.Context, fetches kgo.Fetches) error {
 			if ferr == nil {
 				ferr = ErrClosed
 			}
-		case isFatal(err):
+		case kafkaclient.Refused(err):
+			// No retry or rejoin fixes a refusal: stop rather than log the
+			// same refusal forever.
 			if ferr == nil {
-				ferr = fmt.Errorf("kafka: source %s: fetching %s/%d: %w", s.name, topic, p, err)
+				ferr = fmt.Errorf("kafka: source %s: fetching %s/%d: %w", s.name, topic, p, kafkaclient.Explain(err))
 			}
 		default:
 			// The client recovers from everything else by itself: a group
 			// error leads to a rejoin (and Lost or Revoke), a partition error
 			// to a retry or an offset reset.
-			s.logger().Warn("kafka: fetch error, the client retries", "topic", topic, "partition", p, "err", err)
+			s.logger().Warn("kafka: fetch error, the client retries", "topic", topic, "partition", p, "err", kafkaclient.Explain(err).Error())
 		}
 	})
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
@@ -426,7 +404,7 @@ func (s *Source) applySeeks() {
 			set[t.topic] = map[int32]kgo.EpochOffset{}
 		}
 		set[t.topic][t.part] = kgo.EpochOffset{Epoch: -1, Offset: pos}
-		if st := s.parts[t]; st != nil {
+		if st := s.parts.get(t); st != nil {
 			st.next = pos
 		}
 		delete(s.seeks, t)
@@ -452,7 +430,7 @@ func (s *Source) pop(b *connector.Batch) bool {
 		s.queue = s.queue[1:]
 
 		s.mu.Lock()
-		st := s.parts[f.tp]
+		st := s.parts.get(f.tp)
 		_, seeking := s.seeks[f.tp]
 		s.mu.Unlock()
 		if st == nil || seeking {
@@ -469,15 +447,15 @@ func (s *Source) pop(b *connector.Batch) bool {
 		if len(recs) == 0 {
 			continue
 		}
-		if !st.host {
+		if !st.id.ok {
 			start := st.start
 			if start < 0 {
 				start = recs[0].Offset
 			}
-			id := s.host.Assign(f.tp.name(), checkpoint.Position(start))
+			id := s.host.Assign(st.name, checkpoint.Position(start))
 			s.mu.Lock()
-			st.host, st.id, st.committed = true, id, start
-			s.byID[id] = f.tp
+			st.committed = start
+			s.parts.handOut(st, id)
 			s.mu.Unlock()
 		}
 		s.fill(b, st, recs)
@@ -490,7 +468,7 @@ func (s *Source) pop(b *connector.Batch) bool {
 
 func (s *Source) fill(b *connector.Batch, st *partState, recs []*kgo.Record) {
 	b.Reset()
-	b.Partition = st.id
+	b.Partition = st.id.p
 	b.End = checkpoint.Position(recs[len(recs)-1].Offset + 1)
 	// The record keeps the fetched key, value and header bytes rather than
 	// copies: the client allocates them per fetch and never reuses them (no
@@ -515,10 +493,16 @@ func (s *Source) fill(b *connector.Batch, st *partState, recs []*kgo.Record) {
 }
 
 // Commit commits exactly the given positions (the next offset to read) for the
-// partitions this member still owns, under its current generation. A position
-// below one already committed in this assignment is skipped: commits never
-// regress. Partitions no longer owned (revoked and forgotten, lost) are
-// skipped, since their offsets are now another member's to commit.
+// partitions this member holds, under its current generation. A position
+// below one already committed in this assignment is not sent: commits never
+// regress, and the broker already holds more than was asked.
+//
+// A commit is never skipped without a word: a partition this member does not
+// hold (revoked, lost, or never handed out), a negative position and a
+// partition the broker refused each make Commit return an error that names
+// the partition, so that the runtime neither counts the position as committed
+// nor stops trying. The positions of the other partitions are sent all the
+// same; the runtime sends them again with its retry, which is harmless.
 func (s *Source) Commit(ctx context.Context, commits []connector.Commit) error {
 	if s.closed.Load() {
 		return ErrClosed
@@ -526,57 +510,98 @@ func (s *Source) Commit(ctx context.Context, commits []connector.Commit) error {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 
-	offsets := map[string]map[int32]kgo.EpochOffset{}
-	type sent struct {
-		st  *partState
-		pos int64
-	}
-	var sents []sent
 	s.mu.Lock()
-	for _, c := range commits {
-		t, ok := s.byID[c.Partition]
-		if !ok {
-			continue
-		}
-		st := s.parts[t]
-		pos := int64(c.Position)
-		if st == nil || pos < st.committed || pos < 0 {
-			continue
-		}
-		if offsets[t.topic] == nil {
-			offsets[t.topic] = map[int32]kgo.EpochOffset{}
-		}
-		offsets[t.topic][t.part] = kgo.EpochOffset{Epoch: -1, Offset: pos}
-		sents = append(sents, sent{st, pos})
-	}
+	plan := s.planCommit(commits)
 	s.mu.Unlock()
-	if len(offsets) == 0 {
-		return nil
+	errs := plan.errs
+	if len(plan.offsets) > 0 {
+		errs = append(errs, s.send(ctx, plan)...)
 	}
+	if err := kafkaclient.Join(errs...); err != nil {
+		return fmt.Errorf("kafka: source %s: committing offsets of group %s: %w", s.name, s.cfg.Group, err)
+	}
+	return nil
+}
 
-	var cerr error
-	s.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+// commitPlan is what one Commit sends, and the problems found on the way.
+type commitPlan struct {
+	offsets map[string]map[int32]kgo.EpochOffset
+	sent    map[tp]sentOffset
+	errs    []error
+}
+
+type sentOffset struct {
+	st  *partState
+	pos int64
+}
+
+// planCommit decides what commits turns into. Called with mu held.
+func (s *Source) planCommit(commits []connector.Commit) commitPlan {
+	plan := commitPlan{offsets: map[string]map[int32]kgo.EpochOffset{}, sent: map[tp]sentOffset{}}
+	for _, c := range commits {
+		st := s.parts.byHost(c.Partition)
+		pos := int64(c.Position)
+		switch {
+		case st == nil:
+			plan.errs = append(plan.errs, fmt.Errorf("%s@%d not committed: this member does not hold it (revoked, lost, or never handed out)", s.parts.describe(c.Partition), pos))
+			continue
+		case pos < 0:
+			plan.errs = append(plan.errs, fmt.Errorf("%s@%d not committed: a negative offset", st.name, pos))
+			continue
+		case pos < st.committed:
+			continue
+		}
+		if plan.offsets[st.t.topic] == nil {
+			plan.offsets[st.t.topic] = map[int32]kgo.EpochOffset{}
+		}
+		plan.offsets[st.t.topic][st.t.part] = kgo.EpochOffset{Epoch: -1, Offset: pos}
+		plan.sent[st.t] = sentOffset{st, pos}
+	}
+	return plan
+}
+
+// send commits plan's offsets and records what the broker confirmed. It
+// returns one error per partition that was not committed.
+func (s *Source) send(ctx context.Context, plan commitPlan) []error {
+	var errs []error
+	confirmed := make([]sentOffset, 0, len(plan.sent))
+	s.cl.CommitOffsetsSync(ctx, plan.offsets, func(_ *kgo.Client, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		if err != nil {
-			cerr = err
+			errs = append(errs, kafkaclient.Explain(err))
 			return
 		}
 		for _, t := range resp.Topics {
-			for _, p := range t.Partitions {
-				if err := kerr.ErrorForCode(p.ErrorCode); err != nil && cerr == nil {
-					cerr = fmt.Errorf("%s/%d: %w", t.Topic, p.Partition, err)
+			topic := t.Topic
+			if topic == "" {
+				// From version 10 on, a response names topics by id only.
+				for _, rt := range req.Topics {
+					if rt.TopicID == t.TopicID {
+						topic = rt.Topic
+					}
 				}
+			}
+			for _, p := range t.Partitions {
+				x, ok := plan.sent[tp{topic, p.Partition}]
+				if !ok {
+					continue
+				}
+				if err := kafkaclient.ForCode(p.ErrorCode); err != nil {
+					errs = append(errs, fmt.Errorf("%s@%d: %w", x.st.name, x.pos, err))
+					continue
+				}
+				confirmed = append(confirmed, x)
 			}
 		}
 	})
-	if cerr != nil {
-		return fmt.Errorf("kafka: source %s: committing offsets of group %s: %w", s.name, s.cfg.Group, cerr)
+	if len(errs) == 0 && len(confirmed) < len(plan.sent) {
+		errs = append(errs, fmt.Errorf("the broker's answer left out %d of the %d partitions sent", len(plan.sent)-len(confirmed), len(plan.sent)))
 	}
 	s.mu.Lock()
-	for _, x := range sents {
+	for _, x := range confirmed {
 		x.st.committed = max(x.st.committed, x.pos)
 	}
 	s.mu.Unlock()
-	return nil
+	return errs
 }
 
 // Seek makes the next batches of p start at pos. It takes effect in Poll
@@ -588,14 +613,14 @@ func (s *Source) Seek(_ context.Context, p checkpoint.Partition, pos checkpoint.
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t, ok := s.byID[p]
-	if !ok {
-		return fmt.Errorf("kafka: source %s: seek of partition %d, which this member does not own", s.name, p)
+	st := s.parts.byHost(p)
+	if st == nil {
+		return fmt.Errorf("kafka: source %s: seek of %s, which this member does not hold", s.name, s.parts.describe(p))
 	}
 	if pos < 0 {
-		return fmt.Errorf("kafka: source %s: seek of %s to negative offset %d", s.name, t.name(), pos)
+		return fmt.Errorf("kafka: source %s: seek of %s to negative offset %d", s.name, st.name, pos)
 	}
-	s.seeks[t] = int64(pos)
+	s.seeks[st.t] = int64(pos)
 	if s.pollCancel != nil {
 		s.pollCancel()
 	}

@@ -3,7 +3,7 @@ package kafka_test
 import (
 	"context"
 	"errors"
-	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -44,7 +44,12 @@ func openSource(ctx context.Context, t *testing.T, brokers []string, group, topi
 	if err := src.Open(ctx, h); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = src.Close(context.Background()) })
+	t.Cleanup(func() {
+		_ = src.Close(context.Background())
+		if err := h.Misuse(); err != nil {
+			t.Errorf("the source called the Host for partitions it did not hold: %v", err)
+		}
+	})
 	return src, h
 }
 
@@ -181,8 +186,10 @@ func TestPollCancelledKeepsBuffered(t *testing.T) {
 	}
 }
 
-// Commit writes exactly the positions it is given, skips positions below one
-// already committed, and skips partitions it was never given.
+// Commit writes exactly the positions it is given and does not send positions
+// below one already committed. A partition it never handed out is not
+// skipped silently: Commit commits the others and returns an error naming it,
+// so that the runtime does not count it as committed.
 func TestCommitExactOffsets(t *testing.T) {
 	ctx := testCtx(t)
 	c := kafkatest.Fake(t, "t", 2)
@@ -208,10 +215,21 @@ func TestCommitExactOffsets(t *testing.T) {
 	if got := kafkatest.Committed(ctx, t, cl, "g", "t", 2); !slices.Equal(got, []int64{5, -1}) {
 		t.Fatalf("committed = %v after committing t/0@5, want [5 -1]", got)
 	}
-	commit(connector.Commit{Partition: p0, Position: 4}, connector.Commit{Partition: p1, Position: 8},
-		connector.Commit{Partition: 99, Position: 1})
+	commit(connector.Commit{Partition: p0, Position: 4}, connector.Commit{Partition: p1, Position: 8})
 	if got := kafkatest.Committed(ctx, t, cl, "g", "t", 2); !slices.Equal(got, []int64{5, 8}) {
 		t.Fatalf("committed = %v after t/0@4 (a regression) and t/1@8, want [5 8]", got)
+	}
+	err := src.Commit(ctx, []connector.Commit{{Partition: p0, Position: 9}, {Partition: 99, Position: 1}, {Partition: p1, Position: -1}})
+	if err == nil {
+		t.Fatal("Commit of a partition never handed out and of a negative offset returned nil")
+	}
+	for _, part := range []string{"kafka: source in:", "partition 99@1 not committed", "t/1@-1 not committed"} {
+		if !strings.Contains(err.Error(), part) {
+			t.Errorf("Commit error %q does not say %q", err, part)
+		}
+	}
+	if got := kafkatest.Committed(ctx, t, cl, "g", "t", 2); !slices.Equal(got, []int64{9, 8}) {
+		t.Fatalf("committed = %v, want t/0@9 committed beside the refused ones", got)
 	}
 }
 
@@ -234,7 +252,7 @@ func TestCommitErrorReturned(t *testing.T) {
 		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 		for _, rt := range req.Topics {
 			st := kmsg.NewOffsetCommitResponseTopic()
-			st.Topic = rt.Topic
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
 			for _, rp := range rt.Partitions {
 				sp := kmsg.NewOffsetCommitResponseTopicPartition()
 				sp.Partition = rp.Partition
@@ -247,8 +265,11 @@ func TestCommitErrorReturned(t *testing.T) {
 	})
 	commits := []connector.Commit{{Partition: b.Partition, Position: b.End}}
 	err := src.Commit(ctx, commits)
-	if err == nil || !strings.Contains(err.Error(), "kafka:") {
-		t.Fatalf("Commit with a refused offset commit = %v, want a kafka: error", err)
+	if err == nil || !strings.Contains(err.Error(), "kafka: source in:") || !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("Commit with a refused offset commit = %v, want a kafka: error wrapping the broker's", err)
+	}
+	if want := "t/0@3: TOPIC_AUTHORIZATION_FAILED (29): "; !strings.Contains(err.Error(), want) {
+		t.Errorf("Commit error %q does not name the partition and spell the code out (%q)", err, want)
 	}
 	if got := kafkatest.Committed(ctx, t, cl, "g", "t", 1); got[0] != -1 {
 		t.Fatalf("committed = %v after a refused commit, want none", got)
@@ -410,6 +431,8 @@ func TestSeekReplays(t *testing.T) {
 	}
 }
 
+// Validate names the option at fault in a *connector.FieldError, for every
+// problem at once.
 func TestConfigValidate(t *testing.T) {
 	ok := func() *kafka.Config {
 		c := kafka.NewConfig()
@@ -421,14 +444,27 @@ func TestConfigValidate(t *testing.T) {
 	if err := ok().Validate(); err != nil {
 		t.Fatalf("valid config: %v", err)
 	}
+	fieldsOf := func(err error) []string {
+		fields, other := connector.FieldErrors(err)
+		if len(other) != 0 {
+			t.Errorf("errors naming no option: %v", other)
+		}
+		var out []string
+		for _, f := range fields {
+			out = append(out, f.Field)
+		}
+		return out
+	}
 	for _, tc := range []struct {
 		field  string
 		change func(*kafka.Config)
 	}{
 		{"brokers", func(c *kafka.Config) { c.Brokers = nil }},
 		{"brokers[0]", func(c *kafka.Config) { c.Brokers = []string{"nohost"} }},
+		{"connect_timeout", func(c *kafka.Config) { c.ConnectTimeout = 0 }},
 		{"group", func(c *kafka.Config) { c.Group = "" }},
 		{"topics", func(c *kafka.Config) { c.Topics = nil }},
+		{"topics[1]", func(c *kafka.Config) { c.Topics = []string{"t", ""} }},
 		{"topic_regex", func(c *kafka.Config) { c.TopicRegex = "x" }},
 		{"topic_regex", func(c *kafka.Config) { c.Topics = nil; c.TopicRegex = "(" }},
 		{"start_from", func(c *kafka.Config) { c.StartFrom = "middle" }},
@@ -438,24 +474,32 @@ func TestConfigValidate(t *testing.T) {
 		{"sasl.mechanism", func(c *kafka.Config) { c.SASL.Password = "x" }},
 		{"tls.key_file", func(c *kafka.Config) { c.TLS.CertFile = "c.pem" }},
 		{"max_poll_records", func(c *kafka.Config) { c.MaxPollRecords = 0 }},
+		{"fetch_max_bytes", func(c *kafka.Config) { c.FetchMaxBytes = -1 }},
 		{"session_timeout", func(c *kafka.Config) { c.SessionTimeout = 0 }},
+		{"rebalance_timeout", func(c *kafka.Config) { c.RebalanceTimeout = time.Millisecond }},
 	} {
 		c := ok()
 		tc.change(c)
-		err := c.Validate()
-		if err == nil || !strings.HasPrefix(err.Error(), "kafka: ") || !strings.Contains(err.Error(), tc.field) {
-			t.Errorf("changing %s: Validate() = %v, want a kafka: error naming %s", tc.field, err, tc.field)
+		if got := fieldsOf(c.Validate()); !slices.Equal(got, []string{tc.field}) {
+			t.Errorf("changing %s: Validate() = %v, want one problem, with %s", tc.field, c.Validate(), tc.field)
 		}
+	}
+
+	// Every problem at once.
+	c := kafka.NewConfig()
+	c.Brokers = []string{"nohost"}
+	c.StartFrom = "middle"
+	c.SessionTimeout = 0
+	want := []string{"brokers[0]", "group", "topics", "start_from", "session_timeout"}
+	if got := fieldsOf(c.Validate()); !slices.Equal(got, want) {
+		t.Errorf("Validate() names %v, want all of %v", got, want)
+	}
+	if _, err := kafka.New("in", c); err == nil || !strings.HasPrefix(err.Error(), "kafka: source in: ") {
+		t.Errorf("New with a bad config = %v, want an error prefixed with the source", err)
 	}
 }
 
-// The SASL password never shows in formatted output.
-func TestSecretRedacted(t *testing.T) {
-	c := kafka.NewConfig()
-	c.SASL = kafka.SASL{Mechanism: "plain", Username: "u", Password: "hunter2"}
-	for _, s := range []string{fmt.Sprint(c), fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", c), fmt.Sprint(c.SASL.Password)} {
-		if strings.Contains(s, "hunter2") {
-			t.Errorf("password shown in %q", s)
-		}
-	}
+// Every option has a doc tag: help and schema are generated from them.
+func TestConfigDocTags(t *testing.T) {
+	kafkatest.CheckDocTags(t, reflect.TypeFor[kafka.Config]())
 }

@@ -97,27 +97,35 @@ func (p *proc) wait(ctx context.Context) error {
 // bytes. The topic is fresh, so the id names the record's offset.
 func produce(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, parts int32, perPart int) {
 	t.Helper()
+	produceRange(ctx, t, cl, topic, 0, parts, 0, perPart)
+}
+
+// produceRange writes n records to each of the partitions from..to-1 of
+// topic, as produce does, with offsets (and ids) from first on: the
+// partitions must hold exactly first records already.
+func produceRange(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, from, to int32, first, n int) {
+	t.Helper()
 	pad := strings.Repeat("x", 60)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	var first error
-	for i := 0; i < perPart; i++ {
-		for p := int32(0); p < parts; p++ {
+	var firstErr error
+	for i := first; i < first+n; i++ {
+		for p := from; p < to; p++ {
 			wg.Add(1)
 			v := fmt.Appendf(nil, `{"id":"%d:%d","n":%d,"pad":"%s"}`, p, i, i, pad)
 			cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: p, Value: v}, func(_ *kgo.Record, err error) {
 				defer wg.Done()
 				if err != nil {
 					mu.Lock()
-					first = errors.Join(first, err)
+					firstErr = errors.Join(firstErr, err)
 					mu.Unlock()
 				}
 			})
 		}
 	}
 	wg.Wait()
-	if first != nil {
-		t.Fatalf("producing: %v", first)
+	if firstErr != nil {
+		t.Fatalf("producing: %v", firstErr)
 	}
 }
 
