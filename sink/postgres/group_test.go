@@ -6,7 +6,9 @@ import (
 	"github.com/weir-etl/weir/record"
 )
 
-func originAt(off int64) record.Origin { return record.Origin{Source: "in", Partition: "p", Offset: off} }
+func originAt(off int64) record.Origin {
+	return record.Origin{Source: "in", Partition: "p", Offset: off}
+}
 
 // The filter that leaves out rows stored positions cover: nil (all rows)
 // unless some row is covered, and then exactly the rows at or past the

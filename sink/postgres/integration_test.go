@@ -385,7 +385,10 @@ func TestOpenChecksTheTable(t *testing.T) {
 		want string
 	}{
 		{func(c *postgres.Config) { c.Table = "missing" }, "create_table: true"},
-		{func(c *postgres.Config) { c.Table = "nokey"; c.Columns = append(c.Columns, postgres.Column{Name: "w", Type: "text"}) }, "must be a column of the table"},
+		{func(c *postgres.Config) {
+			c.Table = "nokey"
+			c.Columns = append(c.Columns, postgres.Column{Name: "w", Type: "text"})
+		}, "must be a column of the table"},
 		{func(c *postgres.Config) { c.Table = "nokey"; c.Mode = postgres.ModeUpsert; c.Key = []string{"k"} }, "unique index"},
 	} {
 		cfg := postgres.NewConfig()
