@@ -51,19 +51,17 @@ func TestFullExample(t *testing.T) {
 		{
 			Name: "warehouse", Inputs: []string{"items"},
 			Sink:             &testSink{name: "warehouse", cfg: &testSinkConfig{Dir: "/var/out"}},
-			Acknowledgements: true,
 			Batch:            pipeline.BatchSettings{MaxRecords: 500, MaxBytes: 4 << 20, MaxAge: 2 * time.Second, Overlap: 3},
 			Retry:            pipeline.RetrySettings{MaxAttempts: 3, InitialBackoff: 50 * time.Millisecond, MaxBackoff: 5 * time.Second, MaxElapsed: 30 * time.Second},
 			OnFailure:        pipeline.DeadLetter, DeadLetter: "failed",
 		},
 		{
-			Name: "failed", Sink: &testSink{name: "failed", cfg: &testSinkConfig{Dir: "/var/failed"}},
-			Acknowledgements: true, Batch: defBatch, Retry: defRetry, OnFailure: pipeline.Halt,
+			Name: "failed", Sink: &testSink{name: "failed", cfg: &testSinkConfig{Dir: "/var/failed"}}, Batch: defBatch, Retry: defRetry, OnFailure: pipeline.Halt,
 		},
 		{
 			Name: "debug", Inputs: []string{"by_region.eu"},
 			Sink:             &testSink{name: "debug", cfg: &testSinkConfig{Dir: "/tmp/debug"}},
-			Acknowledgements: false, Batch: defBatch, Retry: defRetry,
+			NoAcknowledgements: true, Batch: defBatch, Retry: defRetry,
 		},
 	}
 	if !reflect.DeepEqual(spec.Sinks, wantSinks) {
@@ -128,7 +126,7 @@ func TestMinimalTakesDefaults(t *testing.T) {
 		t.Errorf("connector default lost: poll_interval %v", got)
 	}
 	sk := spec.Sinks[0]
-	if !sk.Acknowledgements || sk.OnFailure != pipeline.Rewind || sk.Batch.MaxRecords != 10000 || sk.Retry.MaxAttempts != 5 {
+	if sk.NoAcknowledgements || sk.OnFailure != pipeline.Rewind || sk.Batch.MaxRecords != 10000 || sk.Retry.MaxAttempts != 5 {
 		t.Errorf("sink defaults: %+v", sk)
 	}
 	want := pipeline.CheckpointSettings{CommitInterval: 5 * time.Second, ShutdownTimeout: 30 * time.Second, DrainTimeout: 30 * time.Second, StallWarning: time.Minute}

@@ -340,13 +340,15 @@ func (p *pipelineFile) readSink(k, v *yaml.Node, field string) {
 	nd := &node{name: k.Value, section: "sinks", line: k.Line}
 	nd.inputs = p.inputs(k, common, field)
 	p.nodes = append(p.nodes, nd)
-	d := &sinkDecl{key: k, field: field, spec: pipeline.SinkSpec{Name: k.Value, Acknowledgements: true}}
+	d := &sinkDecl{key: k, field: field, spec: pipeline.SinkSpec{Name: k.Value}}
 	for _, in := range nd.inputs {
 		d.spec.Inputs = append(d.spec.Inputs, in.name)
 	}
 	p.sinkDecls = append(p.sinkDecls, d)
 
-	p.decodeField(common, "acknowledgements", &d.spec.Acknowledgements, field)
+	acks := true
+	p.decodeField(common, "acknowledgements", &acks, field)
+	d.spec.NoAcknowledgements = !acks
 
 	b := batchOptions{MaxRecords: defaultBatchMaxRecords, MaxBytes: defaultBatchMaxBytes, MaxAge: Duration(defaultBatchMaxAge), Overlap: pipeline.DefaultBatchOverlap}
 	if p.decodeField(common, "batch", &b, field) {

@@ -58,7 +58,7 @@ func BenchmarkGenerateFilterBlackhole(b *testing.B) {
 	benchAcks(b, func(b *testing.B, acks bool) {
 		src := gen(b, perOp, 4, 500)
 		sp := fastSpec(src, pipeline.SinkSpec{Name: "out", Inputs: []string{"even"}, Sink: blackhole.New()})
-		sp.Sinks[0].Acknowledgements = acks
+		sp.Sinks[0].NoAcknowledgements = !acks
 		sp.Sinks[0].Batch.MaxAge = 0 // the default: flush by count
 		sp.Transforms = []pipeline.TransformSpec{{Name: "even", Inputs: []string{"gen"}, Transform: keepEven{}}}
 		if err := pipeline.Run(context.Background(), sp, quiet); err != nil {
@@ -87,7 +87,7 @@ func BenchmarkFanOutRoute(b *testing.B) {
 			pipeline.SinkSpec{Name: "all", Inputs: []string{"split.all"}, Sink: all},
 			pipeline.SinkSpec{Name: "half", Inputs: []string{"split.half"}, Sink: half})
 		for i := range sp.Sinks {
-			sp.Sinks[i].Acknowledgements = acks
+			sp.Sinks[i].NoAcknowledgements = !acks
 			sp.Sinks[i].Batch.MaxAge = 0 // the default: flush by count
 		}
 		sp.Transforms = []pipeline.TransformSpec{{Name: "split", Inputs: []string{"gen"}, Router: r}}

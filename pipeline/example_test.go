@@ -17,6 +17,7 @@ type words struct {
 	list      []string
 	next      int
 	committed checkpoint.Position
+	noOffsets bool // break the rule (a test's)
 }
 
 func (w *words) Open(ctx context.Context, h connector.Host) error {
@@ -28,7 +29,11 @@ func (w *words) Poll(ctx context.Context, b *connector.Batch) error {
 	if w.next == len(w.list) {
 		return connector.ErrEndOfInput
 	}
-	b.Records = append(b.Records, record.New([]byte(w.list[w.next])))
+	r := record.New([]byte(w.list[w.next]))
+	if !w.noOffsets {
+		r.Origin.Offset = int64(w.next) // every record carries its own position
+	}
+	b.Records = append(b.Records, r)
 	w.next++
 	b.Partition, b.End = 0, checkpoint.Position(w.next)
 	return nil
@@ -73,7 +78,7 @@ func ExampleRun() {
 	src := &words{list: []string{"weir", "holds", "the", "level"}}
 	spec := &pipeline.Spec{
 		Sources: []pipeline.SourceSpec{{Name: "words", Source: src}},
-		Sinks:   []pipeline.SinkSpec{{Name: "print", Inputs: []string{"words"}, Sink: &printer{}, Acknowledgements: true}},
+		Sinks:   []pipeline.SinkSpec{{Name: "print", Inputs: []string{"words"}, Sink: &printer{}}},
 		Metrics: pipeline.MetricsSettings{Address: "off"},
 	}
 	if err := pipeline.Run(context.Background(), spec, pipeline.WithLogger(slog.New(slog.DiscardHandler))); err != nil {

@@ -3,28 +3,8 @@ package pipeline
 import (
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/weir-etl/weir/transform"
-)
-
-// Defaults applied to zero settings.
-const (
-	DefaultMaxInFlightBatches = 1024
-	DefaultMaxInFlightBytes   = 64 << 20
-	DefaultBatchMaxRecords    = 10000
-	DefaultBatchMaxBytes      = 8 << 20
-	DefaultBatchMaxAge        = time.Second
-	DefaultBatchOverlap       = 2
-	DefaultRetryMaxAttempts   = 5
-	DefaultRetryInitial       = 100 * time.Millisecond
-	DefaultRetryMax           = 10 * time.Second
-	DefaultRetryMaxElapsed    = time.Minute
-	DefaultCommitInterval     = 5 * time.Second
-	DefaultShutdownTimeout    = 30 * time.Second
-	DefaultDrainTimeout       = 30 * time.Second
-	DefaultStallWarning       = 60 * time.Second
-	DefaultMetricsAddress     = "127.0.0.1:9464"
 )
 
 // target is one place a record goes next: a transform or a sink.
@@ -42,7 +22,6 @@ type graph struct {
 	sinks      []SinkSpec
 	deadLetter []int // by sink: index of its dead letter sink, or -1
 }
-
 type compiledTransform struct {
 	name   string
 	t      transform.Transform
@@ -241,12 +220,8 @@ func compile(s *Spec) (*graph, error) {
 	}
 	g.planRejects()
 	checkpointDefaults(&sp.Checkpoint)
-	if sp.Metrics.Address == "" {
-		sp.Metrics.Address = DefaultMetricsAddress
-	}
 	return g, nil
 }
-
 func quote(s string) string { return `"` + s + `"` }
 
 // checkCycles rejects a transform that reaches itself: workers walk the graph
@@ -309,7 +284,7 @@ func (g *graph) planRejects() {
 		acking, halt := 0, false
 		for k, ok := range reach {
 			sk := &g.sinks[k]
-			if !ok || !sk.Acknowledgements {
+			if !ok || sk.NoAcknowledgements {
 				continue
 			}
 			acking++
@@ -346,59 +321,6 @@ func (g *graph) downstream(i int, seen, reach []bool) {
 				g.downstream(t.idx, seen, reach)
 			}
 		}
-	}
-}
-
-func sinkDefaults(sk *SinkSpec) error {
-	b, r := &sk.Batch, &sk.Retry
-	if b.MaxRecords < 0 || b.MaxBytes < 0 || b.MaxAge < 0 || b.Linger < 0 || b.Overlap < 0 {
-		return specErr("sink %q: batch limits must not be negative (0 means the default)", sk.Name)
-	}
-	if r.MaxAttempts < 0 || r.InitialBackoff < 0 || r.MaxBackoff < 0 || r.MaxElapsed < 0 {
-		return specErr("sink %q: retry settings must not be negative (0 means the default)", sk.Name)
-	}
-	if sk.OnFailure > Halt {
-		return specErr("sink %q: unknown on_failure %d (use rewind, dead_letter or halt)", sk.Name, sk.OnFailure)
-	}
-	if b.MaxRecords == 0 {
-		b.MaxRecords = DefaultBatchMaxRecords
-	}
-	if b.MaxBytes == 0 {
-		b.MaxBytes = DefaultBatchMaxBytes
-	}
-	if b.MaxAge == 0 {
-		b.MaxAge = DefaultBatchMaxAge
-	}
-	if b.Overlap == 0 {
-		b.Overlap = DefaultBatchOverlap
-	}
-	if r.MaxAttempts == 0 {
-		r.MaxAttempts = DefaultRetryMaxAttempts
-	}
-	if r.InitialBackoff == 0 {
-		r.InitialBackoff = DefaultRetryInitial
-	}
-	if r.MaxBackoff == 0 {
-		r.MaxBackoff = max(DefaultRetryMax, r.InitialBackoff)
-	}
-	if r.MaxElapsed == 0 {
-		r.MaxElapsed = DefaultRetryMaxElapsed
-	}
-	return nil
-}
-
-func checkpointDefaults(c *CheckpointSettings) {
-	if c.CommitInterval <= 0 {
-		c.CommitInterval = DefaultCommitInterval
-	}
-	if c.ShutdownTimeout <= 0 {
-		c.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	if c.DrainTimeout <= 0 {
-		c.DrainTimeout = DefaultDrainTimeout
-	}
-	if c.StallWarning <= 0 {
-		c.StallWarning = DefaultStallWarning
 	}
 }
 

@@ -27,6 +27,7 @@ type metrics struct {
 	flushTime    *prometheus.HistogramVec // sink
 	rewinds      *prometheus.CounterVec
 	skipped      *prometheus.CounterVec // source, reason
+	sinkSkipped  *prometheus.CounterVec // sink
 	unread       *prometheus.CounterVec // source, reason
 }
 
@@ -50,13 +51,14 @@ func newMetrics() *metrics {
 		flushTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "weir_sink_flush_duration_seconds",
 			Help:    "Time from the start of a group's flush (Flush, or Seal for a sink that seals) until it was durable; failed flushes are not counted.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)}, []string{"sink"}),
-		rewinds: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "weir_rewinds_total", Help: "Partitions rewound to their watermark to replay failed data."}, []string{"source"}),
-		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "weir_source_skipped_records_total", Help: "Input records a source passed over on purpose (on_invalid: skip), by reason."}, []string{"source", "reason"}),
-		unread:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "weir_source_unread_bytes_total", Help: "Input bytes a source will never read (a file gone before it was read to its end), by reason."}, []string{"source", "reason"}),
+		rewinds:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "weir_rewinds_total", Help: "Partitions rewound to their watermark to replay failed data."}, []string{"source"}),
+		skipped:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "weir_source_skipped_records_total", Help: "Input records a source passed over on purpose (on_invalid: skip), by reason."}, []string{"source", "reason"}),
+		sinkSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "weir_sink_skipped_records_total", Help: "Replayed records a sink already held durably, released without being written again."}, []string{"sink"}),
+		unread:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "weir_source_unread_bytes_total", Help: "Input bytes a source will never read (a file gone before it was read to its end), by reason."}, []string{"source", "reason"}),
 	}
 	m.reg.MustRegister(m.recordsIn, m.recordsOut, m.rejected, m.issued, m.resolved, m.stale, m.leaked,
 		m.watermark, m.committed, m.commitTime, m.commitErrors, m.inflightB, m.inflightBy,
-		m.writeErrors, m.flushTime, m.rewinds, m.skipped, m.unread)
+		m.writeErrors, m.flushTime, m.rewinds, m.skipped, m.unread, m.sinkSkipped)
 	return m
 }
 

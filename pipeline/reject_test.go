@@ -140,7 +140,7 @@ func TestTransformErrorBeforeUnacknowledgedSinksDrops(t *testing.T) {
 	src := gen(t, 1000, 1, 10)
 	bh := blackhole.New()
 	sp := fastSpec(src, pipeline.SinkSpec{Name: "out", Inputs: []string{"bad"}, Sink: bh})
-	sp.Sinks[0].Acknowledgements = false
+	sp.Sinks[0].NoAcknowledgements = true
 	sp.Transforms = []pipeline.TransformSpec{{Name: "bad", Inputs: []string{"gen"}, Transform: failAt(55)}}
 	if err := pipeline.Run(context.Background(), sp, quiet); err != nil {
 		t.Fatalf("Run: %v; want the record dropped and the run to finish", err)

@@ -79,6 +79,9 @@ type SinkReport struct {
 	// be written before the shutdown deadline; the failure policy decided
 	// what became of them.
 	Failed int64
+	// Skipped is the replayed records the sink already held durably and
+	// was not given again (see docs/runtime.md, per-sink progress).
+	Skipped int64
 	// Output is the sink's own line from connector.Describer, or "".
 	Output string
 }
@@ -122,7 +125,7 @@ func (rt *runtime) report(start time.Time) *Report {
 			In: c.in.Load(), Out: c.out.Load(), Rejected: c.rej.Load()})
 	}
 	for _, s := range rt.sinks {
-		sr := SinkReport{Name: s.spec.Name, Written: s.written.Load(), Failed: s.failed}
+		sr := SinkReport{Name: s.spec.Name, Written: s.written.Load(), Failed: s.failed, Skipped: s.skipped.Load()}
 		if d, ok := s.spec.Sink.(connector.Describer); ok {
 			sr.Output = d.Describe()
 		}

@@ -258,7 +258,9 @@ func (s *closeRevoker) Poll(ctx context.Context, b *connector.Batch) error {
 	s.turn++
 	b.Partition = s.ids[i]
 	for range 10 {
-		b.Records = append(b.Records, record.New([]byte(fmt.Sprintf(`{"p":%d,"n":%d}`, i, s.next[i]))))
+		r := record.New([]byte(fmt.Sprintf(`{"p":%d,"n":%d}`, i, s.next[i])))
+		r.Origin.Offset = s.next[i]
+		b.Records = append(b.Records, r)
 		s.next[i]++
 	}
 	b.End = checkpoint.Position(s.next[i])

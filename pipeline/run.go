@@ -2,21 +2,15 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	goruntime "runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/weir-etl/weir/checkpoint"
-	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/record"
 )
 
@@ -57,6 +51,7 @@ type runtime struct {
 	now func() time.Time
 
 	sources []*sourceRunner
+	byName  map[string]*sourceRunner
 	sinks   []*sinkRunner
 	workers []*worker
 	chunks  chunkList // record slices for chunks, shared by workers and sinks
@@ -107,7 +102,6 @@ func (rt *runtime) noteReject(r *rejection) {
 		rt.rejects[r.batch] = r
 	}
 }
-
 func (rt *runtime) rejection(id checkpoint.BatchID) *rejection {
 	rt.rejectMu.Lock()
 	defer rt.rejectMu.Unlock()
@@ -128,13 +122,11 @@ func (rt *runtime) fail(err error) {
 	}
 	rt.stopOnce.Do(func() { close(rt.stopCh) })
 }
-
 func (rt *runtime) firstErr() error {
 	rt.errMu.Lock()
 	defer rt.errMu.Unlock()
 	return rt.err
 }
-
 func (rt *runtime) run(ctx context.Context) error {
 	start := time.Now()
 	sp := &rt.g.spec
@@ -149,7 +141,7 @@ func (rt *runtime) run(ctx context.Context) error {
 	for i, sk := range rt.g.sinks {
 		rt.sinks[i] = &sinkRunner{rt: rt, idx: i, spec: sk, in: make(chan chunk, 4), log: rt.log.With("sink", sk.Name),
 			mRecordsIn: rt.m.recordsIn.WithLabelValues(sk.Name), mRecordsOut: rt.m.recordsOut.WithLabelValues(sk.Name),
-			mFlushTime: rt.m.flushTime.WithLabelValues(sk.Name)}
+			mFlushTime: rt.m.flushTime.WithLabelValues(sk.Name), mSkipped: rt.m.sinkSkipped.WithLabelValues(sk.Name)}
 	}
 	for i, d := range rt.g.deadLetter {
 		if d >= 0 {
@@ -165,8 +157,10 @@ func (rt *runtime) run(ctx context.Context) error {
 		}
 	}
 	rt.stallBy = make([][]Stall, len(sp.Sources))
+	rt.byName = map[string]*sourceRunner{}
 	for i, ss := range sp.Sources {
 		rt.sources = append(rt.sources, newSourceRunner(rt, i, ss))
+		rt.byName[ss.Name] = rt.sources[i]
 	}
 	rt.workers = make([]*worker, goruntime.GOMAXPROCS(0))
 	for i := range rt.workers {
@@ -284,111 +278,5 @@ func (rt *runtime) run(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// dispatch hands a batch to the worker of its partition.
-func (rt *runtime) dispatch(ctx context.Context, s *sourceRunner, b *connector.Batch) bool {
-	w := rt.workerOf(s, b.Partition)
-	select {
-	case w.in <- work{src: s, batch: b}:
-		return true
-	case <-ctx.Done():
-		for i := range b.Records {
-			b.Records[i].Ack.Release(checkpoint.Failed)
-		}
-		s.putBatch(b)
-		return false
-	}
-}
-
-// workerOf returns the worker that every batch of s's partition p goes through.
-func (rt *runtime) workerOf(s *sourceRunner, p checkpoint.Partition) *worker {
-	return rt.workers[(s.idx*31+int(p))%len(rt.workers)]
-}
-
-// flushSinks asks every sink to flush now, behind every batch already sent:
-// a source reached its end, and nothing more is coming soon.
-func (rt *runtime) flushSinks(_ *sourceRunner) {
-	for _, w := range rt.workers {
-		w.in <- work{flush: true}
-	}
-}
-
-// flushPartitions asks every sink to flush now, behind every batch of s's
-// partitions ps already sent: they are being revoked, and their final
-// watermarks should not wait for the sinks' MaxAge. Only the workers of ps
-// need the request, since every batch of a partition went through its worker;
-// each gets one request however many of ps it serves.
-//
-// After shutdown closed the workers' inputs it does nothing: the sinks flush
-// their last groups on their own then. A request blocked on a busy worker
-// holds the closing back until ctx is done, which happens when polling
-// stops (see hostCtx), so the closing waits at most for that.
-func (rt *runtime) flushPartitions(ctx context.Context, s *sourceRunner, ps []checkpoint.Partition) {
-	rt.inMu.RLock()
-	defer rt.inMu.RUnlock()
-	if rt.inClosed {
-		return
-	}
-	var sent []*worker
-	for _, p := range ps {
-		w := rt.workerOf(s, p)
-		if slices.Contains(sent, w) {
-			continue
-		}
-		sent = append(sent, w)
-		select {
-		case w.in <- work{flush: true}:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-func (rt *runtime) setStalls(src int, list []Stall) {
-	rt.stallMu.Lock()
-	rt.stallBy[src] = list
-	rt.stallMu.Unlock()
-}
-
-// Stalls returns the latest stall snapshot of every source.
-func (rt *runtime) snapshotStalls() []Stall {
-	rt.stallMu.Lock()
-	defer rt.stallMu.Unlock()
-	out := []Stall{}
-	for _, l := range rt.stallBy {
-		out = append(out, l...)
-	}
-	return out
-}
-
-type server struct{ stop func() }
-
-// serve starts /metrics, /healthz and /debug/stalls on addr, unless it is "off".
-func (rt *runtime) serve(addr string) (server, error) {
-	if addr == "off" {
-		return server{stop: func() {}}, nil
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return server{}, fmt.Errorf("pipeline: metrics.address %q: %w (choose a free address, or \"off\")", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(rt.m.reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if rt.stopping.Load() {
-			http.Error(w, "stopping", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("/debug/stalls", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(rt.snapshotStalls())
-	})
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
-	rt.log.Info("metrics listening", "address", ln.Addr().String())
-	if rt.o.hooks.listening != nil {
-		rt.o.hooks.listening(ln.Addr().String())
-	}
-	return server{stop: func() { _ = hs.Close() }}, nil
-}
+// sourceNamed returns the source called name, or nil.
+func (rt *runtime) sourceNamed(name string) *sourceRunner { return rt.byName[name] }

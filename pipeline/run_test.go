@@ -40,7 +40,6 @@ func fastSpec(src connector.Source, sinks ...pipeline.SinkSpec) *pipeline.Spec {
 			sinks[i].Batch.MaxAge = 5 * time.Millisecond
 		}
 		sinks[i].Retry = pipeline.RetrySettings{MaxAttempts: 2, InitialBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}
-		sinks[i].Acknowledgements = true
 	}
 	return &pipeline.Spec{
 		Sources:    []pipeline.SourceSpec{{Name: "gen", Source: src}},
@@ -370,5 +369,93 @@ func TestInvalidSpecNamesTheField(t *testing.T) {
 	err := pipeline.Run(context.Background(), sp, quiet)
 	if !errors.Is(err, pipeline.ErrSpec) || !strings.Contains(err.Error(), `sink "out": input "nope"`) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// flushGate holds every Flush until the test opens its gate.
+type flushGate struct {
+	conformance.MemSink
+	gate chan struct{}
+}
+
+func (g *flushGate) Flush(ctx context.Context) error {
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return g.MemSink.Flush(ctx)
+}
+
+// Guarantee: the zero SinkSpec holds the watermark. Acknowledgements are on
+// unless a field turns them off; before, the zero value turned them off and a
+// sink built in Go released every record as delivered on arrival.
+func TestZeroSinkSpecHoldsTheWatermark(t *testing.T) {
+	offsets := new(generate.Offsets)
+	src, err := generate.New("gen", generate.Config{Count: 500, Partitions: 1, BatchSize: 50, Template: generate.DefaultTemplate, Offsets: offsets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &flushGate{gate: make(chan struct{})}
+	sp := &pipeline.Spec{
+		Sources:    []pipeline.SourceSpec{{Name: "gen", Source: src}},
+		Sinks:      []pipeline.SinkSpec{{Name: "out", Inputs: []string{"gen"}, Sink: sink}},
+		Checkpoint: pipeline.CheckpointSettings{CommitInterval: time.Millisecond},
+	}
+	var rounds atomic.Int64
+	var early atomic.Int64
+	err = pipeline.Run(context.Background(), sp, quiet, pipeline.WithCommitted(func(string) {
+		if n := rounds.Add(1); n < 20 {
+			if c := offsets.Get("gen/0"); c > 0 {
+				early.Store(int64(c))
+			}
+		} else if n == 20 {
+			close(sink.gate)
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := early.Load(); c > 0 {
+		t.Fatalf("committed %d while the sink had made nothing durable: the zero SinkSpec does not hold the watermark", c)
+	}
+	if got := len(sink.Values()); got != 500 {
+		t.Fatalf("%d records written, want 500", got)
+	}
+}
+
+// Guarantee: a zero Spec opens no port, so two pipelines run side by side in
+// one process. Before, the zero Metrics.Address meant 127.0.0.1:9464 and the
+// second pipeline failed to listen.
+func TestZeroSpecOpensNoPort(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 2)
+	started := make(chan struct{}, 2)
+	for range 2 {
+		src := gen(t, 0, 1, 10) // never ends
+		sp := &pipeline.Spec{
+			Sources: []pipeline.SourceSpec{{Name: "gen", Source: src}},
+			Sinks:   []pipeline.SinkSpec{{Name: "out", Inputs: []string{"gen"}, Sink: blackhole.New()}},
+			// Only the commit interval is set: it paces the test.
+			Checkpoint: pipeline.CheckpointSettings{CommitInterval: 10 * time.Millisecond},
+		}
+		var once sync.Once
+		go func() {
+			errs <- pipeline.Run(ctx, sp, quiet, pipeline.WithCommitted(func(string) { once.Do(func() { started <- struct{}{} }) }))
+		}()
+	}
+	for range 2 {
+		select {
+		case <-started:
+		case err := <-errs:
+			cancel()
+			t.Fatalf("a pipeline stopped at start: %v", err)
+		}
+	}
+	cancel()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }

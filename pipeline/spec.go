@@ -43,9 +43,10 @@ type SinkSpec struct {
 	Name   string
 	Inputs []string
 	Sink   connector.Sink
-	// Acknowledgements false means the sink never holds back the watermark:
-	// records are released as delivered when handed to it (stdout for debugging).
-	Acknowledgements bool
+	// NoAcknowledgements means the sink never holds back the watermark:
+	// records are released as delivered when handed to it (stdout for
+	// debugging). The zero value, acknowledgements on, is the safe one.
+	NoAcknowledgements bool
 	Batch            BatchSettings
 	Retry            RetrySettings
 	OnFailure        FailurePolicy
@@ -107,9 +108,17 @@ type CheckpointSettings struct {
 	ShutdownTimeout time.Duration // default 30s: in-flight batches' time to finish on shutdown
 	DrainTimeout    time.Duration // default 30s: a revoked partition's time to finish
 	StallWarning    time.Duration // default 60s: log a stalled partition after this long
+	// CommitFailureTimeout (default 5m) stops the run when Source.Commit has
+	// failed for that long without a success (a full disk, an unreachable
+	// broker): failed commits are retried with backoff meanwhile.
+	CommitFailureTimeout time.Duration
 }
 
 // MetricsSettings configure the HTTP endpoint.
 type MetricsSettings struct {
-	Address string // default "127.0.0.1:9464"; "off" disables it
+	// Address is where /metrics, /healthz, /readyz and /debug/stalls are
+	// served. Empty (the zero value) or "off" serves nothing: a pipeline
+	// embedded in a program opens no port unless asked to. The command
+	// line's default is DefaultMetricsAddress.
+	Address string
 }

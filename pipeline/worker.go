@@ -1,6 +1,9 @@
 package pipeline
 
 import (
+	"context"
+	"slices"
+
 	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/record"
@@ -12,13 +15,20 @@ import (
 type work struct {
 	src   *sourceRunner
 	batch *connector.Batch
+	gen   uint64 // the partition's assignment when the batch was issued
 	flush bool
 }
 
 // chunk is what a worker hands a sink: records of one poll batch routed to it.
 // The sink returns recs to the runtime's chunk list when done with the slice.
+// src, part, end and gen say which batch (see sinkprogress.go); src is nil
+// for a chunk of dead letters a sink sends its dead letter sink.
 type chunk struct {
 	recs  *[]record.Record
+	src   *sourceRunner
+	part  checkpoint.Partition
+	end   checkpoint.Position
+	gen   uint64
 	flush bool
 }
 
@@ -61,11 +71,12 @@ func (w *worker) run() {
 			}
 			continue
 		}
-		w.batch(wk.src, wk.batch)
+		w.batch(wk.src, wk.batch, wk.gen)
 	}
 }
 
-func (w *worker) batch(src *sourceRunner, b *connector.Batch) {
+func (w *worker) batch(src *sourceRunner, b *connector.Batch, gen uint64) {
+	part, end := b.Partition, b.End
 	outs := w.rt.g.sourceOut[src.idx]
 	if len(outs) == 1 && outs[0].sink && len(b.Records) > 0 {
 		// The whole batch goes to one sink as it is: the chunk takes the
@@ -85,7 +96,7 @@ func (w *worker) batch(src *sourceRunner, b *connector.Batch) {
 			continue
 		}
 		w.out[i] = nil
-		w.rt.sinks[i].in <- chunk{recs: p}
+		w.rt.sinks[i].in <- chunk{recs: p, src: src, part: part, end: end, gen: gen}
 	}
 	for i := range w.trIn {
 		if w.trIn[i] > 0 {
@@ -232,5 +243,64 @@ func (w *worker) reject(i int, rec *record.Record, ref checkpoint.AckRef, err er
 	default:
 		w.rt.noteReject(&rejection{component: ct.name, origin: rec.Origin, batch: ref.Batch(), err: err})
 		ref.Release(checkpoint.Rejected)
+	}
+}
+
+// dispatch hands a batch to the worker of its partition.
+func (rt *runtime) dispatch(ctx context.Context, s *sourceRunner, b *connector.Batch, gen uint64) bool {
+	w := rt.workerOf(s, b.Partition)
+	select {
+	case w.in <- work{src: s, batch: b, gen: gen}:
+		return true
+	case <-ctx.Done():
+		for i := range b.Records {
+			b.Records[i].Ack.Release(checkpoint.Failed)
+		}
+		s.putBatch(b)
+		return false
+	}
+}
+
+// workerOf returns the worker that every batch of s's partition p goes through.
+func (rt *runtime) workerOf(s *sourceRunner, p checkpoint.Partition) *worker {
+	return rt.workers[(s.idx*31+int(p))%len(rt.workers)]
+}
+
+// flushSinks asks every sink to flush now, behind every batch already sent:
+// a source reached its end, and nothing more is coming soon.
+func (rt *runtime) flushSinks(_ *sourceRunner) {
+	for _, w := range rt.workers {
+		w.in <- work{flush: true}
+	}
+}
+
+// flushPartitions asks every sink to flush now, behind every batch of s's
+// partitions ps already sent: they are being revoked, and their final
+// watermarks should not wait for the sinks' MaxAge. Only the workers of ps
+// need the request, since every batch of a partition went through its worker;
+// each gets one request however many of ps it serves.
+//
+// After shutdown closed the workers' inputs it does nothing: the sinks flush
+// their last groups on their own then. A request blocked on a busy worker
+// holds the closing back until ctx is done, which happens when polling
+// stops (see hostCtx), so the closing waits at most for that.
+func (rt *runtime) flushPartitions(ctx context.Context, s *sourceRunner, ps []checkpoint.Partition) {
+	rt.inMu.RLock()
+	defer rt.inMu.RUnlock()
+	if rt.inClosed {
+		return
+	}
+	var sent []*worker
+	for _, p := range ps {
+		w := rt.workerOf(s, p)
+		if slices.Contains(sent, w) {
+			continue
+		}
+		sent = append(sent, w)
+		select {
+		case w.in <- work{flush: true}:
+		case <-ctx.Done():
+			return
+		}
 	}
 }

@@ -230,7 +230,7 @@ func runAndCheck(t *testing.T, h SinkHarness, s, w connector.Sink, maxAttempts i
 	}
 	sp := &pipeline.Spec{
 		Sources: []pipeline.SourceSpec{{Name: "gen", Source: src}},
-		Sinks: []pipeline.SinkSpec{{Name: "out", Inputs: []string{"gen"}, Sink: w, Acknowledgements: true,
+		Sinks: []pipeline.SinkSpec{{Name: "out", Inputs: []string{"gen"}, Sink: w,
 			Batch: pipeline.BatchSettings{MaxRecords: 20, MaxAge: 5 * time.Millisecond},
 			Retry: pipeline.RetrySettings{MaxAttempts: maxAttempts, InitialBackoff: time.Millisecond}}},
 		Checkpoint: pipeline.CheckpointSettings{CommitInterval: 10 * time.Millisecond},
@@ -320,7 +320,7 @@ func testCommitsNeverRegress(t *testing.T, h SourceHarness) {
 		}}
 	sp := &pipeline.Spec{
 		Sources: []pipeline.SourceSpec{{Name: "src", Source: rec}},
-		Sinks: []pipeline.SinkSpec{{Name: "out", Inputs: []string{"src"}, Sink: fs, Acknowledgements: true,
+		Sinks: []pipeline.SinkSpec{{Name: "out", Inputs: []string{"src"}, Sink: fs,
 			Batch: pipeline.BatchSettings{MaxRecords: 1, MaxAge: 5 * time.Millisecond},
 			Retry: pipeline.RetrySettings{MaxAttempts: 2, InitialBackoff: time.Millisecond}}},
 		Checkpoint: pipeline.CheckpointSettings{CommitInterval: 5 * time.Millisecond},

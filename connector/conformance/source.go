@@ -25,11 +25,13 @@ type host struct {
 	iss    *checkpoint.AckIssuer
 	byName map[string]checkpoint.Partition
 	starts map[checkpoint.Partition]checkpoint.Position
+	next   map[checkpoint.Partition]checkpoint.Position // where the next batch begins
 }
 
 func newHost() *host {
 	cp := checkpoint.New()
-	return &host{cp: cp, iss: cp.NewIssuer(), byName: map[string]checkpoint.Partition{}, starts: map[checkpoint.Partition]checkpoint.Position{}}
+	return &host{cp: cp, iss: cp.NewIssuer(), byName: map[string]checkpoint.Partition{},
+		starts: map[checkpoint.Partition]checkpoint.Position{}, next: map[checkpoint.Partition]checkpoint.Position{}}
 }
 
 func (h *host) Assign(name string, start checkpoint.Position) checkpoint.Partition {
@@ -39,6 +41,7 @@ func (h *host) Assign(name string, start checkpoint.Position) checkpoint.Partiti
 		h.byName[name] = p
 	}
 	h.starts[p] = start
+	delete(h.next, p)
 	h.iss.Assign(p, start)
 	return p
 }
@@ -76,6 +79,22 @@ func pollUntil(t *testing.T, ctx context.Context, s connector.Source, h *host, p
 			}
 			t.Fatalf("Poll: %v", err)
 		}
+		// Every record carries its own position: offsets from where the
+		// batch begins, in order, below its end (connector.Position). The
+		// runtime refuses batches that break it.
+		start, ok := h.next[b.Partition]
+		if !ok {
+			start = h.starts[b.Partition]
+		}
+		last := start
+		for i := range b.Records {
+			off := checkpoint.Position(b.Records[i].Origin.Offset)
+			if off < last || off >= b.End {
+				t.Fatalf("record %d of a batch of partition %d has offset %d: want offsets in order within [%d, %d), the batch's positions", i, b.Partition, off, start, b.End)
+			}
+			last = off
+		}
+		h.next[b.Partition] = b.End
 		ref := h.iss.Issue(b.Partition, b.End)
 		if len(b.Records) == 0 || (p >= 0 && int(b.Partition) != p) {
 			ref.Release(checkpoint.Delivered)
@@ -170,6 +189,7 @@ func TestSource(t *testing.T, h SourceHarness) {
 			t.Fatalf("Seek: %v", err)
 		}
 		hs.iss.Assign(p, bs[0].end)
+		hs.next[p] = bs[0].end
 		again, _ := pollUntil(t, ctx, s, hs, int(p), 1)
 		again[0].ref.Release(checkpoint.Delivered)
 		if !bytes.Equal(again[0].vals[0], bs[1].vals[0]) {

@@ -144,7 +144,7 @@ func startMember(ctx context.Context, t *testing.T, brokers []string, o memberOp
 	}
 	m := &member{rec: kafkatest.NewRecorder(src), mem: &conformance.MemSink{}, done: make(chan error, 1)}
 	m.fault = &conformance.FaultSink{Sink: m.mem, OnWrite: o.onWrite, OnFlush: o.onFlush}
-	sk := pipeline.SinkSpec{Name: "out", Inputs: []string{"in"}, Sink: m.fault, Acknowledgements: true,
+	sk := pipeline.SinkSpec{Name: "out", Inputs: []string{"in"}, Sink: m.fault,
 		Retry: pipeline.RetrySettings{MaxAttempts: 1}}
 	if o.sink != nil {
 		o.sink(&sk)

@@ -1,0 +1,284 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/weir-etl/weir/checkpoint"
+)
+
+// The checkpointer goroutine: one per source, the owner of its
+// Checkpointer. It is a thin loop in the style of etcd-io/raft's node.go:
+// wait for an event, drain the resolutions, ask the commit policy
+// (policy.go) what to do, do it. Everything it decides is the policy's; what
+// it does is I/O (Source.Commit), messages to the poller (rewinds) and to the
+// callers of Revoke, metrics and logs.
+
+// cpLoop is the checkpointer goroutine's state.
+type cpLoop struct {
+	s       *sourceRunner
+	pol     *commitPolicy
+	states  []checkpoint.PartitionState
+	commits []checkpoint.Commit
+	nextID  int
+	waiting map[int]hostReq // revokes by policy id
+	lastErr error           // the last failed commit's error
+}
+
+// checkpoint is the checkpointer goroutine. It returns after a final drain
+// and commit once final is closed.
+func (s *sourceRunner) checkpoint(ctx context.Context, final <-chan struct{}) {
+	defer close(s.cpDone)
+	cfg := s.rt.g.spec.Checkpoint
+	l := &cpLoop{s: s, waiting: map[int]hostReq{}, pol: newCommitPolicy(policyConfig{
+		commitInterval: cfg.CommitInterval, commitFailureTimeout: cfg.CommitFailureTimeout, stallWarning: cfg.StallWarning})}
+	s.pol = l.pol
+	tick := time.NewTicker(cfg.CommitInterval)
+	defer tick.Stop()
+	stallTicker := time.NewTicker(min(cfg.StallWarning/2, 5*time.Second))
+	defer stallTicker.Stop()
+	stall := stallTicker.C
+	if t := s.rt.o.hooks.stallTicks; t != nil {
+		stall = t
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		isTick, refresh := false, false
+		select {
+		case <-s.cp.Wake():
+		case <-tick.C:
+			isTick = true
+		case <-stall:
+			refresh = true
+		case r := <-s.reqs:
+			s.drain()
+			l.request(r)
+		case <-timer.C:
+		case <-s.notify:
+		case <-final:
+			l.final(ctx)
+			return
+		}
+		s.drain()
+		rd := l.pol.step(l.view(isTick))
+		l.carryOut(ctx, &rd)
+		if isTick {
+			l.published()
+		}
+		if refresh || len(rd.stalled) > 0 {
+			s.refreshStalls(l, rd.stalled)
+		}
+		if !rd.wakeAt.IsZero() {
+			timer.Reset(max(rd.wakeAt.Sub(s.rt.now()), 0))
+		}
+	}
+}
+
+// request takes a Revoke or a Lost from the source.
+func (l *cpLoop) request(r hostReq) {
+	if r.lost {
+		for _, p := range r.ps {
+			l.forget(p)
+		}
+		r.done <- nil
+		return
+	}
+	l.nextID++
+	l.waiting[l.nextID] = r
+	l.pol.revoke(l.nextID, r.ps, r.deadline)
+}
+
+// view gathers what the policy looks at.
+func (l *cpLoop) view(tick bool) *policyView {
+	s := l.s
+	l.states = s.cp.States(l.states[:0])
+	l.commits = s.cp.Committable(l.commits[:0])
+	return &policyView{
+		now: s.rt.now(), states: l.states, committable: l.commits,
+		pending: s.pending, eof: s.eof.Load(), inflight: s.inflightBatches.Load(),
+		stopping: s.rt.stopping.Load(), tick: tick,
+	}
+}
+
+// carryOut does what the policy decided.
+func (l *cpLoop) carryOut(ctx context.Context, rd *ready) {
+	s := l.s
+	for _, w := range rd.revokesDone {
+		var cs []checkpoint.Commit
+		for _, c := range s.cp.Committable(nil) {
+			if slices.Contains(w.ps, c.Partition) {
+				cs = append(cs, c)
+			}
+		}
+		err := l.commit(ctx, cs)
+		for _, p := range w.ps {
+			l.forget(p)
+		}
+		if r, ok := l.waiting[w.id]; ok {
+			delete(l.waiting, w.id)
+			r.done <- err
+		}
+	}
+	if rd.halt != nil {
+		s.rt.fail(s.rejectedError(*rd.halt))
+	}
+	if rd.haltCommits {
+		n, since := l.pol.commitFailing()
+		s.rt.fail(fmt.Errorf("pipeline: source %s: %d commits in a row have failed since %s (commit_failure_timeout %v): %w; the positions stay where they were, so input after them is read again next time",
+			s.spec.Name, n, since.Format(time.RFC3339), s.rt.g.spec.Checkpoint.CommitFailureTimeout, l.lastErr))
+	}
+	if len(rd.rewinds) > 0 {
+		s.requestRewinds(rd.rewinds)
+	}
+	if len(rd.commit) > 0 {
+		err := l.commit(ctx, rd.commit)
+		l.pol.commitDone(err == nil, s.rt.now())
+	}
+	if rd.finished {
+		close(s.finished)
+	}
+}
+
+// commit hands cs to the source and confirms them to the Checkpointer when
+// the source took them. A failure is logged when it starts and then at
+// doubling counts, not at every retry.
+func (l *cpLoop) commit(ctx context.Context, cs []checkpoint.Commit) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	s := l.s
+	t0 := time.Now()
+	err := s.src.Commit(ctx, cs)
+	s.rt.m.commitTime.WithLabelValues(s.spec.Name).Observe(time.Since(t0).Seconds())
+	if err != nil {
+		s.rt.m.commitErrors.WithLabelValues(s.spec.Name).Inc()
+		l.lastErr = err
+		n, since := l.pol.commitFailing()
+		if n++; n&(n-1) == 0 {
+			if n == 1 {
+				since = s.rt.now()
+			}
+			s.log.Warn("commit failed; retrying with backoff", "failures", n, "since", since.Format(time.RFC3339), "err", err)
+		}
+		return fmt.Errorf("pipeline: source %s: commit: %w", s.spec.Name, err)
+	}
+	if n, _ := l.pol.commitFailing(); n > 0 {
+		s.log.Info("commit succeeded again", "failures", n)
+	}
+	s.cp.MarkCommitted(cs)
+	return nil
+}
+
+// forget drops a revoked or lost partition everywhere the checkpointer
+// goroutine keeps it.
+func (l *cpLoop) forget(p checkpoint.Partition) {
+	l.s.cp.Forget(p)
+	l.pol.forget(p)
+	l.s.forgetMetrics(p)
+}
+
+// published refreshes what others read of the committed state: the gauges,
+// the positions the sinks' progress reads, the progress display, and the
+// committed hook of the tests.
+func (l *cpLoop) published() {
+	s := l.s
+	l.states = s.cp.States(l.states[:0])
+	s.publishCommitted(l.states)
+	s.rt.noteCommitted(s, l.states)
+	for _, ps := range l.states {
+		name := s.partName(ps.Partition)
+		s.rt.m.watermark.WithLabelValues(s.spec.Name, name).Set(float64(ps.Watermark))
+		s.rt.m.committed.WithLabelValues(s.spec.Name, name).Set(float64(ps.Committed))
+	}
+	s.rt.m.inflightB.WithLabelValues(s.spec.Name).Set(float64(s.inflightBatches.Load()))
+	s.rt.m.inflightBy.WithLabelValues(s.spec.Name).Set(float64(s.inflightBytes.Load()))
+	if h := s.rt.o.hooks.committed; h != nil {
+		h(s.spec.Name)
+	}
+}
+
+// final is the last round: everything that will ever resolve has (the sinks
+// are done), so it drains, commits once more and answers the revokes still
+// waiting.
+func (l *cpLoop) final(ctx context.Context) {
+	s := l.s
+	s.drain()
+	if err := l.commit(ctx, s.cp.Committable(nil)); err != nil {
+		s.log.Error("the final commit failed: the input after the last committed positions is read again next time", "err", err)
+	}
+	l.published()
+	s.finalParts = len(l.states)
+	for _, ps := range l.states {
+		s.finalPos += int64(ps.Committed)
+	}
+	for id, r := range l.waiting {
+		delete(l.waiting, id)
+		r.done <- errors.New("pipeline: shutting down before the partition drained")
+	}
+}
+
+// drain applies resolutions and returns their in-flight budget to the poller.
+func (s *sourceRunner) drain() {
+	s.tableMu.Lock()
+	var batches, bytes int64
+	st := s.cp.DrainFunc(func(m checkpoint.AckMsg, _ checkpoint.ResolveOutcome) {
+		if bi, ok := s.table[m.ID]; ok {
+			delete(s.table, m.ID)
+			batches++
+			bytes += bi.bytes
+		}
+	})
+	s.tableMu.Unlock()
+	if batches > 0 {
+		s.inflightBatches.Add(-batches)
+		s.inflightBytes.Add(-bytes)
+		signal(s.credit)
+	}
+	s.rt.m.drained(s.spec.Name, st)
+}
+
+// pending reports whether p's oldest unresolved batch has been issued, and
+// when.
+func (s *sourceRunner) pending(p checkpoint.Partition) (time.Time, bool) {
+	st, ok := s.cp.State(p)
+	if !ok {
+		return time.Time{}, false
+	}
+	s.tableMu.Lock()
+	defer s.tableMu.Unlock()
+	bi, in := s.table[checkpoint.BatchID{Partition: p, Epoch: st.Epoch, Seq: st.Next}]
+	return bi.issued, in
+}
+
+// requestRewinds asks the poller, which owns the issuer, to seek each
+// partition back to its watermark and start a new epoch there. It also
+// cancels the context of the Poll in progress, which may wait for data on an
+// idle partition.
+func (s *sourceRunner) requestRewinds(rs []rewindReq) {
+	s.rewindMu.Lock()
+	defer s.rewindMu.Unlock()
+	s.rewinds = append(s.rewinds, rs...)
+	if s.rewindCancel != nil {
+		s.rewindCancel(errRewind)
+	}
+	signal(s.rewindSig)
+}
+
+func (s *sourceRunner) rejectedError(id checkpoint.BatchID) error {
+	he := &HaltError{Source: s.spec.Name, Partition: s.partName(id.Partition), Batch: id,
+		Err: errors.New("a record was rejected and replay cannot fix it; send such records to a dead_letter sink (on_failure: dead_letter) to let the pipeline go on")}
+	if rj := s.rt.rejection(id); rj != nil {
+		he.Err = fmt.Errorf("%s rejected a record (offset %d): %w; replay cannot fix it", rj.component, rj.origin.Offset, rj.err)
+	}
+	return he
+}
+
+func (s *sourceRunner) forgetMetrics(p checkpoint.Partition) {
+	name := s.partName(p)
+	s.rt.m.watermark.DeleteLabelValues(s.spec.Name, name)
+	s.rt.m.committed.DeleteLabelValues(s.spec.Name, name)
+}

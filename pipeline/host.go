@@ -1,0 +1,172 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/weir-etl/weir/checkpoint"
+)
+
+type hostReq struct {
+	ps       []checkpoint.Partition
+	lost     bool
+	deadline time.Time  // a revoke's drain deadline
+	done     chan error // capacity 1
+}
+
+// Assign implements connector.Host.
+func (s *sourceRunner) Assign(name string, start checkpoint.Position) checkpoint.Partition {
+	s.namesMu.Lock()
+	p, ok := s.byName[name]
+	if !ok {
+		p = checkpoint.Partition(len(s.names))
+		s.byName[name] = p
+		s.names = append(s.names, name)
+		s.gens = append(s.gens, 0)
+		s.starts = append(s.starts, 0)
+	}
+	s.gens[p]++
+	s.starts[p] = start
+	s.namesMu.Unlock()
+	s.iss.Assign(p, start)
+	return p
+}
+
+// Revoke implements connector.Host: the checkpointer goroutine waits until the
+// partitions are drained (or DrainTimeout), commits their final watermarks,
+// and forgets them.
+//
+// The sinks are asked to flush their current groups at once, behind each
+// partition's last batch, so that the revoke waits for the writes rather than
+// for the sinks' MaxAge.
+//
+// The drain timeout counts from the call and is shared by all the
+// partitions: a worker stuck behind a stalled sink delays the flush requests
+// only that long, and a rebalance revoking many partitions waits for one
+// timeout, not one per partition.
+func (s *sourceRunner) Revoke(ctx context.Context, ps ...checkpoint.Partition) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	ctx, stop := s.hostCtx(ctx)
+	defer stop()
+	for _, p := range ps {
+		s.iss.Revoke(p)
+	}
+	timeout := s.rt.g.spec.Checkpoint.DrainTimeout
+	deadline := s.rt.now().Add(timeout)
+	fctx, cancel := context.WithTimeout(ctx, timeout)
+	s.rt.flushPartitions(fctx, s, ps)
+	cancel()
+	return s.hostRequest(ctx, hostReq{ps: slices.Clone(ps), deadline: deadline})
+}
+
+// errRewind is the cause with which a rewind request cancels the context of
+// the Poll in progress.
+var errRewind = errors.New("pipeline: poll interrupted to rewind a partition")
+
+// hostCtx returns ctx minus the cancellation of a rewind request. A source
+// calls Revoke from inside Poll with the Poll's context (a file source giving
+// up a file); that context is cancelled to apply a rewind, which must not cut
+// the revoke's wait short. The result is done when ctx is done for another
+// reason, or when polling stops.
+func (s *sourceRunner) hostCtx(ctx context.Context) (context.Context, func()) {
+	hctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop1 := context.AfterFunc(ctx, func() {
+		if c := context.Cause(ctx); !errors.Is(c, errRewind) {
+			cancel(c)
+		}
+	})
+	stop2 := func() bool { return false }
+	if s.pollCtx != nil {
+		stop2 = context.AfterFunc(s.pollCtx, func() { cancel(context.Cause(s.pollCtx)) })
+	}
+	return hctx, func() {
+		stop1()
+		stop2()
+		cancel(nil)
+	}
+}
+
+// Lost implements connector.Host: the partitions are forgotten, nothing committed.
+func (s *sourceRunner) Lost(ps ...checkpoint.Partition) {
+	if len(ps) == 0 {
+		return
+	}
+	for _, p := range ps {
+		s.iss.Revoke(p)
+	}
+	_ = s.hostRequest(context.Background(), hostReq{ps: slices.Clone(ps), lost: true})
+}
+
+// Skip implements connector.Host.
+func (s *sourceRunner) Skip(reason string, records int64) {
+	s.skips.add(&s.skips.skipped, reason, records)
+	s.rt.m.skipped.WithLabelValues(s.spec.Name, reason).Add(float64(records))
+}
+
+// Unread implements connector.Host.
+func (s *sourceRunner) Unread(reason string, bytes int64) {
+	s.skips.add(&s.skips.unread, reason, bytes)
+	s.rt.m.unread.WithLabelValues(s.spec.Name, reason).Add(float64(bytes))
+}
+
+// Logger implements connector.Host.
+func (s *sourceRunner) Logger() *slog.Logger { return s.log }
+func (s *sourceRunner) hostRequest(ctx context.Context, r hostReq) error {
+	r.done = make(chan error, 1)
+	select {
+	case s.reqs <- r:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.cpDone:
+		return errors.New("pipeline: source stopped")
+	}
+	select {
+	case err := <-r.done:
+		return err
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+func (s *sourceRunner) partName(p checkpoint.Partition) string {
+	name, _ := s.partInfo(p)
+	return name
+}
+
+// partInfo returns a partition's name and assignment generation.
+func (s *sourceRunner) partInfo(p checkpoint.Partition) (string, uint64) {
+	s.namesMu.Lock()
+	defer s.namesMu.Unlock()
+	if int(p) < len(s.names) {
+		return s.names[p], s.gens[p]
+	}
+	return fmt.Sprint(p), 0
+}
+
+// committedOf returns p's last committed position, or -1 if none is known.
+func (s *sourceRunner) committedOf(p checkpoint.Partition) checkpoint.Position {
+	s.committedMu.RLock()
+	defer s.committedMu.RUnlock()
+	if int(p) < len(s.committedPos) {
+		return s.committedPos[p]
+	}
+	return -1
+}
+
+// publishCommitted makes the committed positions of states visible to the
+// sinks.
+func (s *sourceRunner) publishCommitted(states []checkpoint.PartitionState) {
+	s.committedMu.Lock()
+	defer s.committedMu.Unlock()
+	for _, ps := range states {
+		for int(ps.Partition) >= len(s.committedPos) {
+			s.committedPos = append(s.committedPos, -1)
+		}
+		s.committedPos[ps.Partition] = ps.Committed
+	}
+}

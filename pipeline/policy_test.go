@@ -1,0 +1,279 @@
+package pipeline
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weir-etl/weir/checkpoint"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the testdata scripts")
+
+// TestPolicyScripts replays every testdata/policy/*.txt script against the
+// commit policy and a real Checkpointer, and compares what each command
+// prints with the expected output in the file (-rewrite records it instead;
+// review the diff before keeping it).
+//
+// A script is blocks separated by blank lines: command lines, "----", and
+// their output. Lines starting with # outside a block are comments. Times are
+// durations from the script's start. Commands:
+//
+//	config [commit_interval=D] [commit_failure_timeout=D] [stall_warning=D]  a new policy
+//	assign p=P start=POS               AckIssuer.Assign (a new epoch; also a rewind)
+//	issue p=P end=POS name=N           issue a batch; N is its one reference
+//	release N [status=S]               release N (delivered by default)
+//	at T                               the clock reads T
+//	eof | inflight N | stopping        the poller's state seen by the next steps
+//	step [tick]                        drain, then one policy step (tick: the commit interval elapsed)
+//	commit ok | commit fail            the outcome of the commit the last step asked for
+//	revoke id=I ps=P,Q deadline=T      Host.Revoke: the issuer stops, the policy waits
+//	forget p=P                         the loop forgets P (after a revoke is done)
+//	stall p=P                          the stall clock and rewinds of P
+//	states                             the Checkpointer's states
+func TestPolicyScripts(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "policy", "*.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no scripts in testdata/policy")
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) { runPolicyScript(t, file) })
+	}
+}
+
+type policyEnv struct {
+	cp       *checkpoint.Checkpointer
+	iss      *checkpoint.AckIssuer
+	pol      *commitPolicy
+	refs     map[string]checkpoint.AckRef
+	open     map[checkpoint.BatchID]time.Time // issued, not resolved: when
+	start    time.Time
+	now      time.Time
+	eof      bool
+	inflight int64
+	stopping bool
+	asked    []checkpoint.Commit // the last commit a step asked for
+}
+
+func newPolicyEnv() *policyEnv {
+	cp := checkpoint.New()
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	return &policyEnv{cp: cp, iss: cp.NewIssuer(), refs: map[string]checkpoint.AckRef{}, open: map[checkpoint.BatchID]time.Time{},
+		start: start, now: start,
+		pol: newCommitPolicy(policyConfig{commitInterval: 5 * time.Second, commitFailureTimeout: time.Minute, stallWarning: 10 * time.Second})}
+}
+
+func runPolicyScript(t *testing.T, file string) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	env := newPolicyEnv()
+	var out strings.Builder
+	for i := 0; i < len(lines); {
+		if l := lines[i]; l == "" || strings.HasPrefix(l, "#") {
+			out.WriteString(l + "\n")
+			i++
+			continue
+		}
+		start := i
+		var cmds []string
+		for ; i < len(lines) && lines[i] != "----"; i++ {
+			if lines[i] == "" {
+				t.Fatalf("%s:%d: block has no ---- line", file, i+1)
+			}
+			cmds = append(cmds, lines[i])
+		}
+		if i == len(lines) {
+			t.Fatalf("%s:%d: block has no ---- line", file, start+1)
+		}
+		i++
+		var want []string
+		for ; i < len(lines) && lines[i] != ""; i++ {
+			want = append(want, lines[i])
+		}
+		var got []string
+		for _, c := range cmds {
+			got = append(got, env.run(t, file, c)...)
+		}
+		for _, c := range cmds {
+			out.WriteString(c + "\n")
+		}
+		out.WriteString("----\n")
+		for _, g := range got {
+			out.WriteString(g + "\n")
+		}
+		if !*rewrite && !slices.Equal(got, want) {
+			t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", file, start+1, strings.Join(cmds, "; "), strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+	if *rewrite {
+		if err := os.WriteFile(file, []byte(out.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (e *policyEnv) run(t *testing.T, file, line string) []string {
+	f := strings.Fields(line)
+	args := map[string]string{}
+	for _, a := range f[1:] {
+		if k, v, ok := strings.Cut(a, "="); ok {
+			args[k] = v
+		}
+	}
+	num := func(k string) int64 {
+		n, err := strconv.ParseInt(args[k], 10, 64)
+		if err != nil {
+			t.Fatalf("%s: %q: %s: %v", file, line, k, err)
+		}
+		return n
+	}
+	dur := func(s string) time.Duration {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("%s: %q: %v", file, line, err)
+		}
+		return d
+	}
+	switch f[0] {
+	case "config":
+		cfg := e.pol.cfg
+		if v, ok := args["commit_interval"]; ok {
+			cfg.commitInterval = dur(v)
+		}
+		if v, ok := args["commit_failure_timeout"]; ok {
+			cfg.commitFailureTimeout = dur(v)
+		}
+		if v, ok := args["stall_warning"]; ok {
+			cfg.stallWarning = dur(v)
+		}
+		e.pol = newCommitPolicy(cfg)
+	case "assign":
+		e.iss.Assign(checkpoint.Partition(num("p")), checkpoint.Position(num("start")))
+	case "issue":
+		ref := e.iss.Issue(checkpoint.Partition(num("p")), checkpoint.Position(num("end")))
+		e.refs[args["name"]] = ref
+		e.open[ref.Batch()] = e.now
+	case "release":
+		ref, ok := e.refs[f[1]]
+		if !ok {
+			t.Fatalf("%s: %q: no reference %s", file, line, f[1])
+		}
+		st := checkpoint.Delivered
+		switch args["status"] {
+		case "failed":
+			st = checkpoint.Failed
+		case "rejected":
+			st = checkpoint.Rejected
+		}
+		delete(e.refs, f[1])
+		ref.Release(st)
+	case "at":
+		e.now = e.start.Add(dur(f[1]))
+	case "eof":
+		e.eof = true
+	case "inflight":
+		n, _ := strconv.ParseInt(f[1], 10, 64)
+		e.inflight = n
+	case "stopping":
+		e.stopping = true
+	case "step":
+		e.cp.DrainFunc(func(m checkpoint.AckMsg, _ checkpoint.ResolveOutcome) { delete(e.open, m.ID) })
+		v := &policyView{now: e.now, states: e.cp.States(nil), committable: e.cp.Committable(nil),
+			pending: e.pending, eof: e.eof, inflight: e.inflight, stopping: e.stopping, tick: len(f) > 1 && f[1] == "tick"}
+		rd := e.pol.step(v)
+		e.asked = rd.commit
+		for _, w := range rd.revokesDone {
+			for _, p := range w.ps {
+				e.cp.Forget(p)
+				e.pol.forget(p)
+			}
+		}
+		return e.describe(rd)
+	case "commit":
+		ok := f[1] == "ok"
+		if ok {
+			e.cp.MarkCommitted(e.asked)
+		}
+		e.pol.commitDone(ok, e.now)
+	case "revoke":
+		var ps []checkpoint.Partition
+		for s := range strings.SplitSeq(args["ps"], ",") {
+			n, _ := strconv.Atoi(s)
+			e.iss.Revoke(checkpoint.Partition(n))
+			ps = append(ps, checkpoint.Partition(n))
+		}
+		e.pol.revoke(int(num("id")), ps, e.start.Add(dur(args["deadline"])))
+	case "forget":
+		e.cp.Forget(checkpoint.Partition(num("p")))
+		e.pol.forget(checkpoint.Partition(num("p")))
+	case "stall":
+		age, rw := e.pol.stall(checkpoint.Partition(num("p")), e.now)
+		return []string{fmt.Sprintf("p%d: stalled %v, %d rewinds", num("p"), age, rw)}
+	case "states":
+		var out []string
+		for _, s := range e.cp.States(nil) {
+			out = append(out, fmt.Sprintf("p%d e%d: watermark=%d committed=%d blocked=%v", s.Partition, s.Epoch, s.Watermark, s.Committed, s.Blocked))
+		}
+		return out
+	default:
+		t.Fatalf("%s: unknown command %q", file, line)
+	}
+	return nil
+}
+
+func (e *policyEnv) pending(p checkpoint.Partition) (time.Time, bool) {
+	st, ok := e.cp.State(p)
+	if !ok {
+		return time.Time{}, false
+	}
+	at, in := e.open[checkpoint.BatchID{Partition: p, Epoch: st.Epoch, Seq: st.Next}]
+	return at, in
+}
+
+func (e *policyEnv) describe(rd ready) []string {
+	var out []string
+	for _, w := range rd.revokesDone {
+		out = append(out, fmt.Sprintf("revoke %d done: %v", w.id, w.ps))
+	}
+	if rd.halt != nil {
+		out = append(out, "halt at "+rd.halt.String())
+	}
+	if rd.haltCommits {
+		out = append(out, "halt: commits failing too long")
+	}
+	for _, r := range rd.rewinds {
+		out = append(out, fmt.Sprintf("rewind p%d (epoch %d) to %d", r.p, r.epoch, r.pos))
+	}
+	if len(rd.commit) > 0 {
+		var cs []string
+		for _, c := range rd.commit {
+			cs = append(cs, fmt.Sprintf("p%d@%d", c.Partition, c.Position))
+		}
+		out = append(out, "commit "+strings.Join(cs, " "))
+	}
+	for _, p := range rd.stalled {
+		out = append(out, fmt.Sprintf("stalled p%d", p))
+	}
+	if rd.finished {
+		out = append(out, "finished")
+	}
+	if !rd.wakeAt.IsZero() {
+		out = append(out, fmt.Sprintf("wake at %v", rd.wakeAt.Sub(e.start)))
+	}
+	if len(out) == 0 {
+		out = append(out, "nothing")
+	}
+	return out
+}

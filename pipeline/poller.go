@@ -1,0 +1,221 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/weir-etl/weir/checkpoint"
+	"github.com/weir-etl/weir/connector"
+)
+
+// pauseHook, when set (by tests, before Run), is called each time a poller
+// pauses for backpressure, with the in-flight batches and bytes.
+var pauseHook func(source string, batches, bytes int64)
+
+type batchInfo struct {
+	bytes  int64
+	issued time.Time
+}
+type rewindReq struct {
+	p     checkpoint.Partition
+	epoch checkpoint.Epoch
+	pos   checkpoint.Position
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+func (s *sourceRunner) putBatch(b *connector.Batch) {
+	s.batches.put(b)
+}
+
+// poll is the polling goroutine. It returns when pollCtx is done or the
+// source fails; the runtime then closes the workers' input.
+func (s *sourceRunner) poll(pollCtx, hardCtx context.Context) {
+	s.pollCtx = pollCtx
+	if err := s.src.Open(pollCtx, s); err != nil {
+		if pollCtx.Err() == nil {
+			s.rt.fail(fmt.Errorf("pipeline: source %s: open: %w", s.spec.Name, err))
+		}
+		return
+	}
+	s.rewindMu.Lock()
+	s.rewindCtx, s.rewindCancel = context.WithCancelCause(pollCtx)
+	s.rewindMu.Unlock()
+	defer func() {
+		s.rewindMu.Lock()
+		s.rewindCancel(nil)
+		s.rewindMu.Unlock()
+	}()
+	for {
+		if err := s.doRewinds(pollCtx, hardCtx); err != nil {
+			s.rt.fail(err)
+			return
+		}
+		// Backpressure: wait until in-flight batches and bytes are under the
+		// limits; resolutions come back through the checkpointer goroutine.
+		// At the end of input, wait for a rewind or the stop.
+		if s.eof.Load() || s.inflightBatches.Load() >= int64(s.spec.MaxInFlightBatches) || s.inflightBytes.Load() >= s.spec.MaxInFlightBytes {
+			if pauseHook != nil && !s.eof.Load() {
+				pauseHook(s.spec.Name, s.inflightBatches.Load(), s.inflightBytes.Load())
+			}
+			select {
+			case <-s.credit:
+			case <-s.rewindSig:
+				signal(s.rewindSig) // for doRewinds, at the top of the loop
+			case <-pollCtx.Done():
+				return
+			}
+			continue
+		}
+		b := s.batches.get()
+		rctx := s.rewindCtx // only the poller replaces it
+		err := s.src.Poll(rctx, b)
+		if err != nil {
+			s.putBatch(b)
+			switch {
+			case errors.Is(err, connector.ErrEndOfInput):
+				s.eof.Store(true)
+				signal(s.notify)
+				s.rt.flushSinks(s)
+				continue
+			case pollCtx.Err() != nil:
+				return
+			case rctx.Err() != nil:
+				// A rewind interrupted the Poll: no batch, rewind at the top
+				// of the loop. An error that is not the interruption comes
+				// back from the next Poll.
+				continue
+			}
+			s.rt.fail(fmt.Errorf("pipeline: source %s: poll: %w", s.spec.Name, err))
+			return
+		}
+		// A Poll that returns a batch although a rewind cancelled it is
+		// issued like any other: it belongs to the epoch before the rewind,
+		// so its acknowledgements are stale once doRewinds starts the new one.
+		if s.iss.Epoch(b.Partition) == 0 {
+			s.putBatch(b)
+			s.rt.fail(fmt.Errorf("pipeline: source %s: poll returned a batch of partition %d, which it never assigned (call Host.Assign first)", s.spec.Name, b.Partition))
+			return
+		}
+		if err := s.checkPositions(b); err != nil {
+			s.putBatch(b)
+			s.rt.fail(err)
+			return
+		}
+		gen := s.issue(b)
+		if !s.rt.dispatch(hardCtx, s, b, gen) {
+			return
+		}
+	}
+}
+
+// checkPositions checks that b's records carry their own positions: offsets
+// from where the batch begins, in order, below its end. Everything that
+// skips records a sink already holds relies on it (see sinkprogress.go), so
+// a source that breaks the rule stops the run at once, rather than have its
+// records skipped wrongly.
+func (s *sourceRunner) checkPositions(b *connector.Batch) error {
+	s.namesMu.Lock()
+	defer s.namesMu.Unlock()
+	start := s.starts[b.Partition]
+	if b.End < start {
+		return fmt.Errorf("pipeline: source %s: partition %s: a batch ends at %d, before where it begins (%d): positions must not go back (see connector.Position)",
+			s.spec.Name, s.names[b.Partition], b.End, start)
+	}
+	last := start
+	for i := range b.Records {
+		off := checkpoint.Position(b.Records[i].Origin.Offset)
+		if off < last || off >= b.End {
+			return fmt.Errorf("pipeline: source %s: partition %s: record %d of a batch has offset %d, outside the batch's positions [%d, %d) or before the record ahead of it: set each record's Origin.Offset to its own position (see connector.Position)",
+				s.spec.Name, s.names[b.Partition], i, off, start, b.End)
+		}
+		last = off
+	}
+	s.starts[b.Partition] = b.End
+	return nil
+}
+
+// issue gives b's records their references: one AckRef per batch, a clone per
+// record, the first reference to the last record. It returns the partition's
+// assignment generation.
+func (s *sourceRunner) issue(b *connector.Batch) uint64 {
+	ref := s.iss.Issue(b.Partition, b.End)
+	var bytes int64
+	name, gen := s.partInfo(b.Partition)
+	for i := range b.Records {
+		r := &b.Records[i]
+		bytes += int64(r.Size())
+		if r.Origin.Source == "" {
+			r.Origin.Source = s.spec.Name
+		}
+		if r.Origin.Partition == "" {
+			r.Origin.Partition = name
+		}
+	}
+	// The table entry must exist before any reference is released: the
+	// checkpointer looks it up when it drains the resolution.
+	s.tableMu.Lock()
+	s.table[ref.Batch()] = batchInfo{bytes: bytes, issued: s.rt.now()}
+	s.tableMu.Unlock()
+	s.inflightBatches.Add(1)
+	s.inflightBytes.Add(bytes)
+	s.mIssued.Inc()
+	s.mRecordsOut.Add(float64(len(b.Records)))
+	s.rt.totalIn.Add(int64(len(b.Records)))
+	s.read += int64(len(b.Records))
+	n := len(b.Records)
+	if n == 0 {
+		ref.Release(checkpoint.Delivered)
+		return gen
+	}
+	for i := range n - 1 {
+		b.Records[i].Ack = ref.Clone()
+	}
+	b.Records[n-1].Ack = ref
+	return gen
+}
+
+// doRewinds seeks every partition the checkpointer asked to replay back to
+// its watermark and starts a new epoch there. Batches polled before are of the
+// old epoch: their acknowledgements are stale. It gives the next Poll a fresh
+// context if a request cancelled the last one.
+func (s *sourceRunner) doRewinds(pollCtx, ctx context.Context) error {
+	select {
+	case <-s.rewindSig:
+	default:
+		// The request cancels before it signals: a Poll may have seen the
+		// cancellation first.
+		if s.rewindCtx.Err() == nil {
+			return nil
+		}
+	}
+	s.rewindMu.Lock()
+	reqs := s.rewinds
+	s.rewinds = nil
+	if s.rewindCtx.Err() != nil && pollCtx.Err() == nil {
+		s.rewindCtx, s.rewindCancel = context.WithCancelCause(pollCtx)
+	}
+	s.rewindMu.Unlock()
+	for _, r := range reqs {
+		if s.iss.Epoch(r.p) != r.epoch {
+			continue // revoked or re-assigned since
+		}
+		if err := s.src.Seek(ctx, r.p, r.pos); err != nil {
+			return fmt.Errorf("pipeline: source %s: seek partition %s to %d for a rewind: %w", s.spec.Name, s.partName(r.p), r.pos, err)
+		}
+		s.iss.Assign(r.p, r.pos)
+		s.namesMu.Lock()
+		s.starts[r.p] = r.pos
+		s.namesMu.Unlock()
+		s.eof.Store(false)
+		s.rt.m.rewinds.WithLabelValues(s.spec.Name).Inc()
+		s.log.Info("partition rewound to its watermark", "partition", s.partName(r.p), "position", r.pos)
+	}
+	return nil
+}
