@@ -259,10 +259,10 @@ func TestRefusedRowGoesToDeadLetter(t *testing.T) {
 	sp := &pipeline.Spec{
 		Sources: []pipeline.SourceSpec{{Name: "in", Source: src}},
 		Sinks: []pipeline.SinkSpec{
-			{Name: "db", Inputs: []string{"in"}, Sink: pg, Acknowledgements: true, OnFailure: pipeline.DeadLetter, DeadLetter: "dl",
+			{Name: "db", Inputs: []string{"in"}, Sink: pg, OnFailure: pipeline.DeadLetter, DeadLetter: "dl",
 				Batch: pipeline.BatchSettings{MaxRecords: 100, MaxAge: 50 * time.Millisecond},
 				Retry: pipeline.RetrySettings{MaxAttempts: 3, InitialBackoff: time.Millisecond}},
-			{Name: "dl", Sink: dl, Acknowledgements: true, Batch: pipeline.BatchSettings{MaxAge: 10 * time.Millisecond}},
+			{Name: "dl", Sink: dl, Batch: pipeline.BatchSettings{MaxAge: 10 * time.Millisecond}},
 		},
 		Checkpoint: pipeline.CheckpointSettings{CommitInterval: 20 * time.Millisecond},
 		Metrics:    pipeline.MetricsSettings{Address: "off"},
@@ -271,7 +271,7 @@ func TestRefusedRowGoesToDeadLetter(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := queryStrings(t, conn, "SELECT count(*)::text FROM orders"); got[0] != "298" {
-		t.Fatalf("orders holds %s rows, want 298", got[0])
+		t.Fatalf("orders holds %s rows, want 298; log:\n%s", got[0], logs.String())
 	}
 	dead := dl.Values()
 	if len(dead) != 2 {

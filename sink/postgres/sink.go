@@ -33,7 +33,7 @@ type Sink struct {
 	cur     *group
 	sealSeq uint64 // the last sequence number given to a sealed group
 
-	chain chain  // between Seal/Flush/Abort and the persister
+	chain chain  // between Seal/Abort and the persister
 	bad   badSet // refused records, found by the persister, rejected by Write
 
 	freeMu sync.Mutex
@@ -363,9 +363,6 @@ func (s *Sink) noteKnown(g *group) {
 // Flush commits the current group in one transaction and starts a new one.
 // It returns nil only after COMMIT returned.
 func (s *Sink) Flush(ctx context.Context) error {
-	if err := s.chain.flushable(s.sealSeq); err != nil {
-		return s.wrap("flush", err)
-	}
 	if err := s.persist(ctx, s.cur); err != nil {
 		return err
 	}
@@ -455,7 +452,7 @@ func (sg *sealed) Discard(context.Context) error {
 // the table.
 func (s *Sink) Abort(context.Context) error {
 	s.cur.reset()
-	s.chain.abort(s.sealSeq)
+	s.chain.abort()
 	return nil
 }
 

@@ -75,8 +75,8 @@ func TestRewindByAnotherSinkWritesNoDuplicate(t *testing.T) {
 	sp := &pipeline.Spec{
 		Sources: []pipeline.SourceSpec{{Name: "in", Source: src}},
 		Sinks: []pipeline.SinkSpec{
-			{Name: "db", Inputs: []string{"in"}, Sink: pg, Acknowledgements: true, Batch: batch},
-			{Name: "flaky", Inputs: []string{"in"}, Sink: flaky, Acknowledgements: true, Batch: batch,
+			{Name: "db", Inputs: []string{"in"}, Sink: pg, Batch: batch},
+			{Name: "flaky", Inputs: []string{"in"}, Sink: flaky, Batch: batch,
 				Retry: pipeline.RetrySettings{MaxAttempts: 1}, OnFailure: pipeline.Rewind},
 		},
 		Checkpoint: pipeline.CheckpointSettings{CommitInterval: 20 * time.Millisecond},
