@@ -16,15 +16,36 @@ import (
 
 var ctx = context.Background()
 
-// buildWeir builds cmd/weir with the given build tags into a temporary
-// directory and returns the binary's path.
+// binDir holds the binaries built for the tests, one per set of build tags:
+// the tests share them.
+var (
+	binDir string
+	bins   = map[string]string{}
+)
+
+func TestMain(m *testing.M) {
+	d, err := os.MkdirTemp("", "weir-test-postgres-")
+	if err != nil {
+		panic(err)
+	}
+	binDir = d
+	code := m.Run()
+	os.RemoveAll(d)
+	os.Exit(code)
+}
+
+// buildWeir builds cmd/weir with the given build tags, once per set of tags,
+// and returns the binary's path.
 func buildWeir(t *testing.T, tags string) string {
 	t.Helper()
+	if bin, ok := bins[tags]; ok {
+		return bin
+	}
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "weir")
+	bin := filepath.Join(binDir, "weir-"+strings.ReplaceAll(tags, ",", "-"))
 	args := []string{"build", "-o", bin}
 	if tags != "" {
 		args = append(args, "-tags", tags)
@@ -34,6 +55,7 @@ func buildWeir(t *testing.T, tags string) string {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	bins[tags] = bin
 	return bin
 }
 
