@@ -118,7 +118,8 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.PasswordEnv != "" && !envName.MatchString(c.PasswordEnv) {
-		add("password_env", "%q is not an environment variable name: give the variable's name, such as PGPASSWORD, not the password", c.PasswordEnv)
+		// Not shown: a password written here by mistake must not reach a log.
+		add("password_env", "is not an environment variable name: give the variable's name, such as PGPASSWORD, not the password")
 	}
 	if c.TLS.Mode != "" && !slices.Contains(tlsModes, c.TLS.Mode) {
 		add("tls.mode", "%q is not a mode: use one of %s", c.TLS.Mode, strings.Join(tlsModes, ", "))

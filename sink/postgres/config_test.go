@@ -26,7 +26,7 @@ func TestValidateAcceptsAValidConfig(t *testing.T) {
 func TestValidateReportsEveryProblem(t *testing.T) {
 	c := validConfig()
 	c.URL = "postgres://weir:hunter2secret@db/app"
-	c.PasswordEnv = "hunter 2"
+	c.PasswordEnv = "hunter2 secret" // a password written in the wrong option
 	c.Table = ""
 	c.Mode = "upsert"
 	c.Key = []string{"nope"}
@@ -47,8 +47,8 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 			t.Errorf("no problem reported at %s; got %v", want, err)
 		}
 	}
-	// The URL held a password: no message may show it.
-	if strings.Contains(err.Error(), "hunter2secret") {
+	// The URL held a password, and so did password_env: no message may show them.
+	if strings.Contains(err.Error(), "hunter2secret") || strings.Contains(err.Error(), "hunter2 secret") {
 		t.Fatalf("the password shows in %q", err)
 	}
 }
