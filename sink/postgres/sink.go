@@ -345,7 +345,7 @@ func (s *Sink) unknown(g *group) (srcs, parts []string) {
 	s.knownMu.Lock()
 	defer s.knownMu.Unlock()
 	for _, p := range g.parts {
-		if !s.known[p.key] {
+		if p.key.source != "" && !s.known[p.key] {
 			srcs, parts = append(srcs, p.key.source), append(parts, p.key.partition)
 		}
 	}

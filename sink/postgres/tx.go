@@ -169,9 +169,13 @@ func (s *Sink) commit(ctx context.Context, g *group) (commitOutcome, error) {
 	defer conn.Release()
 
 	keeping := s.keepPositions()
-	srcs, parts := make([]string, len(g.parts)), make([]string, len(g.parts))
-	for i, p := range g.parts {
-		srcs[i], parts[i] = p.key.source, p.key.partition
+	// Records without an origin (built by hand, not read by a source) have
+	// no position to fence them with.
+	var srcs, parts []string
+	for _, p := range g.parts {
+		if p.key.source != "" {
+			srcs, parts = append(srcs, p.key.source), append(parts, p.key.partition)
+		}
 	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
