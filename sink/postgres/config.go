@@ -186,6 +186,8 @@ func (c *Config) validateColumns() []error {
 			add(f+".name", "%v", err)
 		} else if seen[col.Name] {
 			add(f+".name", "%q is listed twice", col.Name)
+		} else if col.Name == seqColumnName && c.Mode == ModeUpsert {
+			add(f+".name", "%q is the name upsert mode gives its staging table's order column: rename the column", col.Name)
 		}
 		seen[col.Name] = true
 		t, err := parseType(col.Type)

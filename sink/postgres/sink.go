@@ -109,7 +109,6 @@ func (s *Sink) poolConfig() (*pgxpool.Config, error) {
 		pc.ConnConfig.Password = pw
 	}
 	pc.MaxConns = int32(s.cfg.MaxConns)
-	pc.MinConns = 0
 	pc.ConnConfig.ConnectTimeout = s.cfg.ConnectTimeout
 	if pc.ConnConfig.RuntimeParams == nil {
 		pc.ConnConfig.RuntimeParams = map[string]string{}
@@ -126,7 +125,7 @@ func (s *Sink) poolConfig() (*pgxpool.Config, error) {
 // create_table) when missing, and checks that the sink's statements fit the
 // table: a missing column or a key without a unique index is reported now,
 // not at the first group.
-func (s *Sink) Open(ctx context.Context) error {
+func (s *Sink) Open(ctx context.Context) (err error) {
 	pc, err := s.poolConfig()
 	if err != nil {
 		return err
@@ -136,10 +135,14 @@ func (s *Sink) Open(ctx context.Context) error {
 		return s.wrap("connecting", err)
 	}
 	s.pool = pool
+	defer func() {
+		if err != nil {
+			pool.Close()
+			s.pool = nil
+		}
+	}()
 	conn, err := s.acquire(ctx)
 	if err != nil {
-		pool.Close()
-		s.pool = nil
 		return err
 	}
 	defer conn.Release()
@@ -171,8 +174,7 @@ func (s *Sink) Open(ctx context.Context) error {
 
 // hint adds the likely fix to the errors a misconfigured table gives.
 func hint(err error) error {
-	_, pg := dataError(err)
-	if pg {
+	if _, isData := dataError(err); isData {
 		return err
 	}
 	var e interface{ SQLState() string }

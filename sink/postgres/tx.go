@@ -33,7 +33,10 @@ const stageName = "weir_stage"
 
 // seqColumn orders a group's rows in the staging table; its odd name keeps it
 // clear of the table's own columns.
-const seqColumn = `"weir$seq"`
+const (
+	seqColumnName = "weir$seq"
+	seqColumn     = `"` + seqColumnName + `"`
+)
 
 func buildStatements(c *Config, table, positions qualified) statements {
 	var cols, keys, set []string
