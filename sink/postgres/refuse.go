@@ -85,6 +85,7 @@ type RefusedError struct {
 	Err    *pgconn.PgError
 }
 
+// Error names the record, the column and the server's message.
 func (e *RefusedError) Error() string {
 	col := ""
 	if e.Column != "" {
@@ -98,6 +99,7 @@ func (e *RefusedError) Error() string {
 		e.Sink, originString(e.Origin), col, msg, e.Err.Code)
 }
 
+// Unwrap returns the server's error.
 func (e *RefusedError) Unwrap() error { return e.Err }
 
 func originString(o record.Origin) string {

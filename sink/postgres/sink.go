@@ -286,6 +286,7 @@ type ColumnError struct {
 	Err    error
 }
 
+// Error says which record and column, and why.
 func (e *ColumnError) Error() string {
 	if e.Column == "" {
 		return fmt.Sprintf("sink/postgres: sink %s: record %s: %v", e.Sink, originString(e.Origin), e.Err)
@@ -293,6 +294,7 @@ func (e *ColumnError) Error() string {
 	return fmt.Sprintf("sink/postgres: sink %s: record %s: column %s (%s): %v", e.Sink, originString(e.Origin), e.Column, e.Type, e.Err)
 }
 
+// Unwrap returns the cause.
 func (e *ColumnError) Unwrap() error { return e.Err }
 
 func (s *Sink) encodeError(o record.Origin, ce *colError) error {
