@@ -444,3 +444,57 @@ func TestPasswordNeverInErrors(t *testing.T) {
 		t.Logf("%s: %v", c.name, err)
 	}
 }
+
+// A statement that outlives statement_timeout fails the group with a plain
+// error (retried by the runtime, never a rejection), and the same group
+// commits once the server answers in time again.
+func TestStatementTimeoutIsAPlainError(t *testing.T) {
+	db := pgtest.Database(t)
+	conn := pgtest.Connect(t, db)
+	exec(t, conn, `CREATE TABLE slow (id bigint)`)
+	s := newSink(t, db, func(c *postgres.Config) {
+		c.Table = "slow"
+		c.StatementTimeout = 200 * time.Millisecond
+		c.Columns = []postgres.Column{{Name: "id", Type: "bigint"}}
+	})
+	recs := recsAt("p", 0, `{"id":1}`, `{"id":2}`)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE slow IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Flush(ctx)
+	if err == nil || !strings.Contains(err.Error(), "statement timeout") || errors.As(err, new(*connector.RejectError)) {
+		t.Fatalf("Flush against a locked table: %v; want a plain error saying statement timeout", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rej, _ := rewrite(t, s, recs); len(rej) != 0 {
+		t.Fatalf("records rejected: %v", rej)
+	}
+	if got := queryStrings(t, conn, "SELECT count(*)::text FROM slow"); got[0] != "2" {
+		t.Fatalf("%s rows, want 2", got[0])
+	}
+}
+
+// A group beyond max_group_records fails with an error saying which setting
+// to lower.
+func TestGroupBound(t *testing.T) {
+	db := pgtest.Database(t)
+	s := newSink(t, db, func(c *postgres.Config) {
+		c.Table = "b"
+		c.CreateTable = true
+		c.MaxGroupRecords = 3
+		c.Columns = []postgres.Column{{Name: "id", Type: "bigint"}}
+	})
+	err := s.Write(ctx, recsAt("p", 0, `{"id":1}`, `{"id":2}`, `{"id":3}`, `{"id":4}`))
+	if err == nil || errors.As(err, new(*connector.RejectError)) || !strings.Contains(err.Error(), "batch.max_records") {
+		t.Fatalf("Write of 4 records with max_group_records 3: %v", err)
+	}
+}
