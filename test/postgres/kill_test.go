@@ -271,7 +271,7 @@ func TestKillExactlyOnce(t *testing.T) {
 // at-least-once, and the same checks must count its duplicates.
 func TestKillUnsafeVariantIsCaught(t *testing.T) {
 	sc := newKillScenario(t, buildWeir(t, "unsafe_positions"), []string{"WEIR_UNSAFE_POSITIONS=1"})
-	seed := sc.run(4, 4)
+	seed := sc.run(6, 6)
 	c := sc.tally()
 	t.Logf("seed %d: %d kills; %d rows, %d distinct, %d missing", seed, sc.kills, c.rows, c.distinct, c.missing)
 	if c.missing != 0 {
