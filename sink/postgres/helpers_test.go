@@ -16,9 +16,7 @@ import (
 // values returns the doc column of the sink's table in commit order.
 func values(t *testing.T, conn *pgx.Conn, s connector.Sink) [][]byte {
 	t.Helper()
-	d := s.(*postgres.Sink).Describe() // "postgres public.conf_b: ..."
-	table := strings.TrimSuffix(strings.Fields(d)[1], ":")
-	rows, err := conn.Query(context.Background(), "SELECT doc::text FROM "+table+" ORDER BY seq")
+	rows, err := conn.Query(context.Background(), "SELECT doc::text FROM "+tableOf(s)+" ORDER BY seq")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,4 +32,10 @@ func values(t *testing.T, conn *pgx.Conn, s connector.Sink) [][]byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// tableOf returns the qualified table name s writes to, from its
+// description ("postgres public.conf_b: ...").
+func tableOf(s connector.Sink) string {
+	return strings.TrimSuffix(strings.Fields(s.(*postgres.Sink).Describe())[1], ":")
 }
