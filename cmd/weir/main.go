@@ -13,6 +13,7 @@ import (
 	_ "github.com/weir-etl/weir/sink/blackhole"
 	_ "github.com/weir-etl/weir/sink/file"
 	_ "github.com/weir-etl/weir/sink/kafka"
+	_ "github.com/weir-etl/weir/sink/postgres"
 	_ "github.com/weir-etl/weir/sink/stdout"
 	_ "github.com/weir-etl/weir/source/file"
 	_ "github.com/weir-etl/weir/source/generate"

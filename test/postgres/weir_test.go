@@ -1,0 +1,164 @@
+//go:build integration
+
+package postgres_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+var ctx = context.Background()
+
+// binDir holds the binaries built for the tests, one per set of build tags:
+// the tests share them.
+var (
+	binDir string
+	bins   = map[string]string{}
+)
+
+func TestMain(m *testing.M) {
+	d, err := os.MkdirTemp("", "weir-test-postgres-")
+	if err != nil {
+		panic(err)
+	}
+	binDir = d
+	code := m.Run()
+	os.RemoveAll(d)
+	os.Exit(code)
+}
+
+// buildWeir builds cmd/weir with the given build tags, once per set of tags,
+// and returns the binary's path.
+func buildWeir(t *testing.T, tags string) string {
+	t.Helper()
+	if bin, ok := bins[tags]; ok {
+		return bin
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(binDir, "weir-"+strings.ReplaceAll(tags, ",", "-"))
+	args := []string{"build", "-o", bin}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	cmd := exec.Command("go", append(args, "./cmd/weir")...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	bins[tags] = bin
+	return bin
+}
+
+// proc is one running `weir run`.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+	err  error // valid once done is closed
+}
+
+func startWeir(t *testing.T, bin, cfg, name string, env []string) *proc {
+	t.Helper()
+	logPath := filepath.Join(filepath.Dir(cfg), name+".log")
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", "-c", cfg)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+func tail(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// passwordIn fails the test if a log holds the server's password.
+func passwordIn(t *testing.T, logs ...string) {
+	t.Helper()
+	pw := os.Getenv("WEIR_POSTGRES_PASSWORD")
+	if pw == "" {
+		return
+	}
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), pw) {
+			t.Errorf("the password shows in %s", l)
+		}
+	}
+}
+
+// tally is what a table of ids holds against the ids expected.
+type tally struct {
+	rows, distinct, missing, unexpected int64
+}
+
+func (c tally) duplicates() int64 { return c.rows - c.distinct }
+
+// count compares table's id column with the ids 0..n-1 that keep accepts
+// (expressed in SQL as keepSQL over g).
+func count(t *testing.T, conn *pgx.Conn, table string, n int, keepSQL string) tally {
+	t.Helper()
+	var c tally
+	err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT id) FROM `+table).Scan(&c.rows, &c.distinct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM generate_series(0, $1::bigint - 1) AS g
+		WHERE (`+keepSQL+`) AND NOT EXISTS (SELECT 1 FROM `+table+` e WHERE e.id = g)`, n).Scan(&c.missing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM `+table+` AS e, LATERAL (SELECT e.id AS g) AS x
+		WHERE e.id < 0 OR e.id >= $1 OR NOT (`+keepSQL+`)`, n).Scan(&c.unexpected)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
