@@ -34,11 +34,11 @@ type Obj struct {
 
 // edit is the change of one member name.
 type edit struct {
-	name string
-	val  Value
-	del  bool  // the member is deleted (val unused)
-	at   int32 // index in members whose place the value takes; -1: its own name's, else appended
-	moved bool // at was set by a rename
+	name  string
+	val   Value
+	del   bool  // the member is deleted (val unused)
+	at    int32 // index in members whose place the value takes; -1: its own name's, else appended
+	moved bool  // at was set by a rename
 }
 
 // NewObj returns an empty object.

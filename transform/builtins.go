@@ -360,6 +360,9 @@ func extreme(name string, vals []record.Value, want int) (record.Value, error) {
 // call is a method call (timestamp.Year()); functions of the user's own do
 // not exist, and compile rejects them.
 func (c *compiler) call(n *ast.CallNode) (node, error) {
+	if id, ok := n.Callee.(*ast.IdentifierNode); ok && id.Value == modFunc && len(n.Arguments) == 2 {
+		return c.binary(&ast.BinaryNode{Operator: "%", Left: n.Arguments[0], Right: n.Arguments[1]})
+	}
 	m, ok := n.Callee.(*ast.MemberNode)
 	if !ok {
 		if id, ok := n.Callee.(*ast.IdentifierNode); ok {

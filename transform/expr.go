@@ -126,6 +126,8 @@ func compile(what, src string, want wantKind) (*Expr, error) {
 		expr.Env(compileEnv),
 		expr.AllowUndefinedVariables(),
 		expr.Optimize(false),
+		expr.Function(modFunc, func(...any) (any, error) { return nil, nil }),
+		expr.Patch(modPatcher{}),
 	}
 	prog, err := expr.Compile(src, opts...)
 	if err != nil {
@@ -150,7 +152,7 @@ func compile(what, src string, want wantKind) (*Expr, error) {
 		case *ast.CallNode:
 			// Unknown names compile because fields are unknown until run time,
 			// so an unknown function would otherwise fail on every record.
-			if id, ok := n.Callee.(*ast.IdentifierNode); ok {
+			if id, ok := n.Callee.(*ast.IdentifierNode); ok && id.Value != modFunc {
 				walkErr = &ExprError{What: what, Expr: src,
 					Msg: fmt.Sprintf("unknown function %s", id.Value)}
 				walkErr.Line, walkErr.Column = lineCol(src, id.Location().From)
@@ -208,6 +210,26 @@ func lineCol(src string, from int) (line, col int) {
 		i++
 	}
 	return line, col
+}
+
+// modFunc stands for the % operator while expr checks an expression: its
+// checker accepts % on integers only, and a field read from JSON may be 4.0
+// (% takes whole numbers as integers; see ops.go). compile turns it back
+// into weir's own %.
+const modFunc = "$mod"
+
+// modPatcher rewrites a % b as $mod(a, b); see modFunc.
+type modPatcher struct{}
+
+func (modPatcher) Visit(node *ast.Node) {
+	b, ok := (*node).(*ast.BinaryNode)
+	if !ok || b.Operator != "%" {
+		return
+	}
+	ast.Patch(node, &ast.CallNode{
+		Callee:    &ast.IdentifierNode{Value: modFunc},
+		Arguments: []ast.Node{b.Left, b.Right},
+	})
 }
 
 // String returns the expression's source.
