@@ -94,8 +94,11 @@ func RawValue(b []byte) Value {
 	s := bytesString(b)
 	switch b[0] {
 	case '"':
+		// Text that AppendString would write differently keeps its quoted
+		// form: escapes, and the bytes of a surrogate, which AppendString
+		// writes as an escape.
 		for _, c := range b[1 : len(b)-1] {
-			if c == '\\' {
+			if c == '\\' || c == 0xed {
 				return Value{kind: String, raw: true, s: s}
 			}
 		}
