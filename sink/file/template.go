@@ -90,7 +90,6 @@ func parseTemplate(s string) (pathTemplate, error) {
 // render appends the template's path for r written at now (UTC) to dst. r may
 // be nil when the template has no fields.
 func (t *pathTemplate) render(dst []byte, now time.Time, r *record.Record) ([]byte, error) {
-	var fields map[string]any
 	for _, sg := range t.segs {
 		switch sg.kind {
 		case segLit:
@@ -106,34 +105,30 @@ func (t *pathTemplate) render(dst []byte, now time.Time, r *record.Record) ([]by
 		case segHour:
 			dst = now.AppendFormat(dst, "15")
 		case segField:
-			if fields == nil {
-				var err error
-				if fields, err = r.Fields(); err != nil {
-					return dst, fmt.Errorf("template needs field %q: %w", sg.text, err)
-				}
+			var v [1]record.Value
+			var found [1]bool
+			if err := r.Lookup([]string{sg.text}, v[:], found[:]); err != nil {
+				return dst, fmt.Errorf("template needs field %q: %w", sg.text, err)
 			}
-			dst = appendPathValue(dst, fields[sg.text])
+			dst = appendPathValue(dst, v[0])
 		}
 	}
 	return dst, nil
 }
 
-// appendPathValue appends a field value as one path element. A missing, null,
-// empty or non-scalar value becomes "_", and separators become "_", so that a
-// value can never leave its directory level.
-func appendPathValue(dst []byte, v any) []byte {
+// appendPathValue appends a field value as one path element: a string's
+// text, a number's literal as written, a bool. A missing, null, empty or
+// non-scalar value becomes "_", and separators become "_", so that a value
+// can never leave its directory level.
+func appendPathValue(dst []byte, v record.Value) []byte {
 	var s string
-	switch x := v.(type) {
-	case string:
-		s = x
-	case float64:
-		return strconv.AppendFloat(dst, x, 'f', -1, 64)
-	case int64:
-		return strconv.AppendInt(dst, x, 10)
-	case int:
-		return strconv.AppendInt(dst, int64(x), 10)
-	case bool:
-		return strconv.AppendBool(dst, x)
+	switch v.Kind() {
+	case record.String:
+		s = v.Text()
+	case record.Int, record.Float, record.Number:
+		s = v.Literal()
+	case record.Bool:
+		return strconv.AppendBool(dst, v.Bool())
 	}
 	if s == "" || s == "." || s == ".." {
 		return append(dst, '_')
