@@ -276,4 +276,3 @@ func TestParquetDeclaredSchemaReadByPyarrow(t *testing.T) {
 		t.Errorf("rows %s\nwant %s", r, want)
 	}
 }
-
