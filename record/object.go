@@ -220,29 +220,66 @@ func (o *Obj) AppendJSON(dst []byte) []byte {
 	if !o.Changed() {
 		return append(dst, o.raw...)
 	}
+	// The same walk as write, without a callback: this is every map's
+	// output.
+	var posBuf [8]int32
+	pos := o.places(posBuf[:0])
 	dst = append(dst, '{')
 	first := true
-	o.write(false, func(name string, key []byte, m *member, v *Value) bool {
+	sep := func() {
 		if !first {
 			dst = append(dst, ',')
 		}
 		first = false
-		if m != nil {
-			dst = append(dst, o.raw[m.ks:m.ke]...)
+	}
+	for i := range o.members {
+		m := &o.members[i]
+		for k, p := range pos {
+			if p == int32(i) {
+				e := &o.edits[k]
+				sep()
+				if !e.moved && m.is(o.raw, e.name) {
+					dst = append(dst, o.raw[m.ks:m.ke]...)
+				} else {
+					dst = AppendString(dst, e.name)
+				}
+				dst = append(dst, ':')
+				dst = e.val.AppendJSON(dst)
+			}
+		}
+		if o.dropped(i) {
+			continue
+		}
+		sep()
+		dst = append(dst, o.raw[m.ks:m.ve]...)
+	}
+	for k, p := range pos {
+		if p == -1 && !o.edits[k].del {
+			sep()
+			dst = AppendString(dst, o.edits[k].name)
 			dst = append(dst, ':')
-			dst = append(dst, o.raw[m.vs:m.ve]...)
-			return true
+			dst = o.edits[k].val.AppendJSON(dst)
 		}
-		if key != nil {
-			dst = append(dst, key...)
-		} else {
-			dst = AppendString(dst, name)
-		}
-		dst = append(dst, ':')
-		dst = v.AppendJSON(dst)
-		return true
-	})
+	}
 	return append(dst, '}')
+}
+
+// places returns, for each edit, the index of the read member whose place
+// its value takes, or -1 for after them (and for a deletion).
+func (o *Obj) places(pos []int32) []int32 {
+	for i := range o.edits {
+		e := &o.edits[i]
+		p := int32(-1)
+		switch {
+		case e.del:
+		case e.at >= 0:
+			p = e.at
+		case e.at == -1:
+			p = int32(o.lastMember(e.name))
+		}
+		pos = append(pos, p)
+	}
+	return pos
 }
 
 // write walks o's members as they are written out. For a member copied as
@@ -265,19 +302,7 @@ func (o *Obj) write(semantic bool, fn func(name string, key []byte, m *member, v
 	// Where each set member goes: the index of a read member, or -1 for
 	// after them.
 	var posBuf [8]int32
-	pos := posBuf[:0]
-	for i := range o.edits {
-		e := &o.edits[i]
-		p := int32(-1)
-		switch {
-		case e.del:
-		case e.at >= 0:
-			p = e.at
-		case e.at == -1:
-			p = int32(o.lastMember(e.name))
-		}
-		pos = append(pos, p)
-	}
+	pos := o.places(posBuf[:0])
 	for i := range o.members {
 		m := &o.members[i]
 		for k := range o.edits {

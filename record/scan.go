@@ -54,13 +54,10 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// strFlags says what a string holds beyond printable ASCII.
+// strFlags says what a string holds beyond plain bytes.
 type strFlags uint8
 
-const (
-	strEscaped  strFlags = 1 << iota // a backslash escape
-	strNonASCII                      // bytes of 0x80 or more, maybe not UTF-8
-)
+const strEscaped strFlags = 1 // a backslash escape
 
 // plain marks the bytes a string may hold as they are: not a quote, a
 // backslash or a control character.
@@ -79,9 +76,6 @@ func scanString(b []byte, i int) (int, strFlags, error) {
 	for {
 		// The common run of plain bytes, without a switch per byte.
 		for i < len(b) && plain[b[i]] {
-			if b[i] >= utf8.RuneSelf {
-				flags |= strNonASCII
-			}
 			i++
 		}
 		if i >= len(b) {
