@@ -716,3 +716,14 @@ func TestMapStoresMetadataByValue(t *testing.T) {
 		}
 	}
 }
+
+// Guarantee: metadata whose name has a dot (what the dead_letter format sets)
+// is read by index.
+func TestMetaWithDots(t *testing.T) {
+	in := rec(`{}`)
+	in.Meta = []record.Meta{{Key: "dead_letter.name", Value: "warehouse"}}
+	out, err := mustFilter(t, `meta["dead_letter.name"] == "warehouse" && meta.absent == ""`).Process(in, nil)
+	if err != nil || len(out) != 1 {
+		t.Fatalf("kept %d, %v", len(out), err)
+	}
+}
