@@ -67,7 +67,7 @@ func literalForm(s string) (NumberForm, int64, float64) {
 }
 
 func isIntegerLiteral(s string) bool {
-	return strings.IndexAny(s, ".eE") < 0
+	return !strings.ContainsAny(s, ".eE")
 }
 
 // parseIntLiteral parses an integer literal of up to 19 digits without

@@ -144,7 +144,7 @@ func (r *Record) JSONChecked() bool { return r.state != unchecked }
 // the record's bytes. It is what conditions use to read a few fields.
 func (r *Record) Lookup(names []string, dst []Value, found []bool) error {
 	var buf [8][]byte
-	raw := buf[:0]
+	var raw [][]byte
 	if len(names) <= len(buf) {
 		raw = buf[:len(names)]
 	} else {

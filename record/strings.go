@@ -167,8 +167,3 @@ func AppendString(dst []byte, s string) []byte {
 }
 
 const hexDigit = "0123456789abcdef"
-
-// validText reports whether s is UTF-8 with no surrogate decoded from an
-// escape, that is, text that string functions can work on without
-// replacing anything.
-func validText(s string) bool { return utf8.ValidString(s) }

@@ -100,7 +100,7 @@ func (x *Expr) recordError(err error) error {
 		return fmt.Errorf("transform: %s: expression %q: %s", x.what, x.src, ee.msg)
 	}
 	if err == errChain {
-		return fmt.Errorf("transform: %s: expression %q: optional chain outside ?.", x.what, x.src)
+		return fmt.Errorf("transform: %s: expression %q: optional chain outside ?. ended", x.what, x.src)
 	}
 	return fmt.Errorf("transform: %s: expression %q: %w", x.what, x.src, err)
 }

@@ -56,7 +56,6 @@ func (e *colError) Error() string { return fmt.Sprintf("column %s: %s", e.col, e
 // pqRow builds one row's values, leaf by leaf.
 type pqRow struct {
 	leaves [][]parquet.Value
-	tmp    []byte
 }
 
 // row converts the record object o to a row of s, or returns the column
@@ -322,7 +321,7 @@ func timestampValue(v record.Value, t *pqType) (int64, error) {
 // pqWriter writes records as rows of one parquet file.
 type pqWriter struct {
 	s   *pqSchema
-	w   *parquet.Writer
+	w   *parquet.GenericWriter[any]
 	buf pqRow
 	obj record.Obj
 }
@@ -335,7 +334,7 @@ func newPQWriter(out io.Writer, s *pqSchema, compression string) *pqWriter {
 	case "zstd":
 		opts = append(opts, parquet.Compression(&parquet.Zstd))
 	}
-	return &pqWriter{s: s, w: parquet.NewWriter(out, opts...)}
+	return &pqWriter{s: s, w: parquet.NewGenericWriter[any](out, opts...)}
 }
 
 // convert checks that the object value fits the schema and returns its row.
