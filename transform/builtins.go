@@ -706,5 +706,3 @@ func originObject(r *record.Record) record.Value {
 	o.Set("offset", record.IntValue(r.Origin.Offset))
 	return record.ObjectValue(o)
 }
-
-func stringsContains(a, b string) bool { return strings.Contains(a, b) }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/expr-lang/expr/ast"
 
@@ -488,7 +489,7 @@ func (c *compiler) binary(n *ast.BinaryNode) (node, error) {
 	case "in":
 		return both(opIn), nil
 	case "contains":
-		return strOp("contains", func(a, b string) bool { return stringsContains(a, b) }), nil
+		return strOp("contains", strings.Contains), nil
 	case "startsWith":
 		return strOp("startsWith", func(a, b string) bool { return len(a) >= len(b) && a[:len(b)] == b }), nil
 	case "endsWith":

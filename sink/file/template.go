@@ -30,8 +30,9 @@ const (
 )
 
 type segment struct {
-	kind segKind
-	text string // literal text or field name
+	kind  segKind
+	text  string   // literal text or field name
+	names []string // the field name, as record.Lookup takes it
 }
 
 func parseTemplate(s string) (pathTemplate, error) {
@@ -40,11 +41,11 @@ func parseTemplate(s string) (pathTemplate, error) {
 	for rest != "" {
 		i := strings.Index(rest, "{{")
 		if i < 0 {
-			t.segs = append(t.segs, segment{segLit, rest})
+			t.segs = append(t.segs, segment{kind: segLit, text: rest})
 			break
 		}
 		if i > 0 {
-			t.segs = append(t.segs, segment{segLit, rest[:i]})
+			t.segs = append(t.segs, segment{kind: segLit, text: rest[:i]})
 		}
 		j := strings.Index(rest[i:], "}}")
 		if j < 0 {
@@ -69,7 +70,7 @@ func parseTemplate(s string) (pathTemplate, error) {
 			if !ok || err != nil || name == "" {
 				return t, fmt.Errorf("sink/file: template %q: unknown placeholder {{%s}}: use {{.Date}}, {{.Year}}, {{.Month}}, {{.Day}}, {{.Hour}} or {{field \"name\"}}", s, inner)
 			}
-			t.segs = append(t.segs, segment{segField, name})
+			t.segs = append(t.segs, segment{segField, name, []string{name}})
 			t.hasFields = true
 		}
 	}
@@ -107,7 +108,7 @@ func (t *pathTemplate) render(dst []byte, now time.Time, r *record.Record) ([]by
 		case segField:
 			var v [1]record.Value
 			var found [1]bool
-			if err := r.Lookup([]string{sg.text}, v[:], found[:]); err != nil {
+			if err := r.Lookup(sg.names, v[:], found[:]); err != nil {
 				return dst, fmt.Errorf("template needs field %q: %w", sg.text, err)
 			}
 			dst = appendPathValue(dst, v[0])
