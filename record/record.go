@@ -1,7 +1,14 @@
 // Package record defines the unit of data that flows through a weir pipeline.
 //
-// A Record is bytes plus metadata until a transform needs its fields: the value
-// is decoded lazily, at most once, and re-encoded only if a transform changed it.
+// A Record is bytes plus metadata. Its value is never decoded as a whole:
+// a condition scans it for the few top-level members it reads, and a
+// transform that changes it indexes its members (an Obj), records its
+// changes by name, and writes a new value in which every member it did not
+// change is copied byte for byte (see Obj). Members are read as Values that
+// point into the record's bytes; a number is its literal, converted only
+// when an expression computes with it, and only exactly. A record therefore
+// leaves weir as it came in, except for what a transform was told to change.
+//
 // Every record carries an acknowledgement reference (checkpoint.AckRef) to the
 // source poll batch it came from; whoever consumes a record (a filter that drops
 // it, a sink that wrote it) must release that reference exactly once.
@@ -39,6 +46,7 @@ type Origin struct {
 // Key, Headers and Meta may share their backing arrays with other records (a
 // source may give every record of a partition the same Meta; CloneData copies
 // the slices, not their elements): replace them, never modify them in place.
+// The same holds for the value's bytes, which Values and other records share.
 type Record struct {
 	Key     []byte
 	Headers []Header
@@ -50,99 +58,91 @@ type Record struct {
 	// clones and releases it; transforms never touch it (see package transform).
 	Ack checkpoint.AckRef
 
-	value   []byte
-	fields  map[string]any
-	state   valueState
-	decoErr error
+	value []byte
+	orig  []byte // the value the source read, once a transform replaced it
+	state valueState
 }
 
 type valueState uint8
 
 const (
-	bytesOnly   valueState = iota // value holds the record; not decoded yet
-	decoded                       // fields and value agree
-	fieldsDirty                   // fields changed; value is out of date
-	undecodable                   // decoding failed; decoErr says why
+	unchecked  valueState = iota // nothing known about value
+	jsonValid                    // value is one JSON value
+	jsonObject                   // value is one JSON object
 )
 
-// ErrNotObject is returned by Fields when the value is valid JSON but not an object.
+// ErrNotObject is the error of a value that is JSON but not an object, where
+// an object is needed.
 var ErrNotObject = errors.New("record: value is not a JSON object")
 
 // New returns a record holding value. The record keeps value; the caller must
 // not change it afterwards.
 func New(value []byte) Record { return Record{value: value} }
 
-// Value returns the record's bytes, encoding its fields first if a transform
-// changed them. The result must not be modified.
-func (r *Record) Value() ([]byte, error) {
-	if r.state == fieldsDirty {
-		b, err := json.Marshal(r.fields)
-		if err != nil {
-			return nil, fmt.Errorf("record: encoding fields: %w", err)
-		}
-		r.value = b
-		r.state = decoded
+// Value returns the record's bytes. The result must not be modified. The
+// error is always nil; it is kept for callers written when values were
+// encoded lazily.
+func (r *Record) Value() ([]byte, error) { return r.value, nil }
+
+// Bytes returns the record's bytes. The result must not be modified.
+func (r *Record) Bytes() []byte { return r.value }
+
+// Original returns the value as the source read it: the value before the
+// first Replace, or the value itself if nothing replaced it. A dead letter
+// for a record error carries these bytes, so that replaying it runs the
+// (fixed) transforms on what was read.
+func (r *Record) Original() []byte {
+	if r.orig != nil {
+		return r.orig
 	}
-	return r.value, nil
+	return r.value
 }
 
-// SetValue replaces the record's bytes and forgets any decoded fields.
+// SetValue replaces the record's bytes, as a source sets them: it becomes
+// the value as read too. The record keeps b.
 func (r *Record) SetValue(b []byte) {
-	r.value, r.fields, r.state, r.decoErr = b, nil, bytesOnly, nil
+	r.value, r.orig, r.state = b, nil, unchecked
 }
 
-// Fields returns the record's value decoded as a JSON object, decoding it on
-// the first call only. The map belongs to the record: a transform that changes
-// it must call MarkChanged (or use SetField / DeleteField).
-func (r *Record) Fields() (map[string]any, error) {
-	switch r.state {
-	case decoded, fieldsDirty:
-		return r.fields, nil
-	case undecodable:
-		return nil, r.decoErr
-	}
-	// The scanner decodes an object faster than encoding/json and to the same
-	// values; anything it is unsure of is left to encoding/json, whose error
-	// is the one returned.
-	if scanObject(r.value, nil, nil) {
-		if v, ok := decodeDocument(r.value); ok {
-			r.fields, r.state = v, decoded
-			return v, nil
+// Replace replaces the record's bytes with b, a value a transform wrote,
+// keeping the value read for Original. object says b is known to be a
+// JSON object (a transform that wrote it with Obj.AppendJSON knows).
+func (r *Record) Replace(b []byte, object bool) {
+	if r.orig == nil {
+		r.orig = r.value
+		if r.orig == nil {
+			r.orig = []byte{}
 		}
 	}
-	var v any
-	if err := json.Unmarshal(r.value, &v); err != nil {
-		r.state, r.decoErr = undecodable, fmt.Errorf("record: value is not JSON: %w", err)
-		return nil, r.decoErr
+	r.value = b
+	r.state = unchecked
+	if object {
+		r.state = jsonObject
 	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		r.state, r.decoErr = undecodable, ErrNotObject
-		return nil, r.decoErr
-	}
-	r.fields, r.state = m, decoded
-	return m, nil
 }
 
-// LookupFields stores in dst each top-level field of the value whose name is
-// in names, with the value Fields would give it; a name the value does not
-// hold is not stored. It returns the error Fields would return.
-//
-// It exists for expressions, which read a few named fields: when the value
-// has not been decoded, LookupFields checks the whole value (it accepts
-// exactly the JSON that Fields accepts) but decodes only the named fields, and
-// leaves the record undecoded, so that Decoded stays false and a later Fields
-// still decodes in full. On a decoded record it stores the decoded fields'
-// own values (the map and slices inside them are the record's, not copies), so
-// it sees the changes of earlier transforms. dst's other entries are left alone.
-func (r *Record) LookupFields(names []string, dst map[string]any) error {
-	switch r.state {
-	case decoded, fieldsDirty:
-		copyNamed(r.fields, names, dst)
+// CheckJSON reports whether the value is one JSON value (see Valid),
+// remembering a positive answer.
+func (r *Record) CheckJSON() error {
+	if r.state != unchecked {
 		return nil
-	case undecodable:
-		return r.decoErr
 	}
+	if err := Valid(r.value); err != nil {
+		return err
+	}
+	r.state = jsonValid
+	return nil
+}
+
+// JSONChecked reports whether the value is known to be JSON without
+// checking it again.
+func (r *Record) JSONChecked() bool { return r.state != unchecked }
+
+// Lookup checks that the value is a JSON object and sets dst[k] to its
+// member names[k] (the last, if the name is repeated), or to null when it has
+// none; found[k] reports which. It decodes nothing: the values point into
+// the record's bytes. It is what conditions use to read a few fields.
+func (r *Record) Lookup(names []string, dst []Value, found []bool) error {
 	var buf [8][]byte
 	var raw [][]byte
 	if len(names) <= len(buf) {
@@ -150,67 +150,73 @@ func (r *Record) LookupFields(names []string, dst map[string]any) error {
 	} else {
 		raw = make([][]byte, len(names))
 	}
-	if scanObject(r.value, names, raw) && decodeNamed(names, raw, dst) {
-		return nil
-	}
-	// Not an object, not valid JSON, or beyond what the scanner is sure of:
-	// Fields decides, with its own error.
-	f, err := r.Fields()
-	if err != nil {
+	if err := lookupObject(r.value, names, raw); err != nil {
+		if err == ErrNotObject {
+			r.state = jsonValid
+		}
 		return err
 	}
-	copyNamed(f, names, dst)
+	r.state = jsonObject
+	for k, b := range raw {
+		if b == nil {
+			dst[k], found[k] = Value{}, false
+			continue
+		}
+		dst[k], found[k] = RawValue(b), true
+	}
 	return nil
 }
 
-func decodeNamed(names []string, raw [][]byte, dst map[string]any) bool {
-	for k, b := range raw {
-		if b == nil {
-			continue
+// Index resets o to the record's value, which must be a JSON object.
+func (r *Record) Index(o *Obj) error {
+	if err := o.Reset(r.value); err != nil {
+		if err == ErrNotObject {
+			r.state = jsonValid
 		}
-		v, ok := decodeValue(b)
-		if !ok {
-			return false
-		}
-		dst[names[k]] = v
+		return err
 	}
-	return true
+	r.state = jsonObject
+	return nil
 }
 
-func copyNamed(fields map[string]any, names []string, dst map[string]any) {
-	for _, n := range names {
-		if v, ok := fields[n]; ok {
-			dst[n] = v
-		}
+// Object returns the record's value as a new Obj.
+func (r *Record) Object() (*Obj, error) {
+	o := &Obj{}
+	if err := r.Index(o); err != nil {
+		return nil, err
 	}
+	return o, nil
 }
 
-// SetFields replaces the record's fields; the value is re-encoded when asked for.
-// Sources that parse structured formats themselves (CSV) use it.
+// Fields returns the record's value decoded as encoding/json decodes a JSON
+// object into a map: numbers are float64, so integers beyond 2^53 are
+// rounded, and invalid UTF-8 becomes U+FFFD. It is for connectors that want
+// a generic view; anything that writes data should read Values (Lookup,
+// Object), which are exact.
+func (r *Record) Fields() (map[string]any, error) {
+	var v any
+	if err := json.Unmarshal(r.value, &v); err != nil {
+		return nil, fmt.Errorf("record: value is not JSON: %w", err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, ErrNotObject
+	}
+	return m, nil
+}
+
+// SetFields replaces the record's value with the JSON object of m, members
+// sorted by name, strings written as they are (no byte replaced). Sources
+// that parse structured formats themselves (CSV) use it. A value of m that
+// has no JSON form (a channel, NaN) is written as null.
 func (r *Record) SetFields(m map[string]any) {
-	r.fields, r.state, r.decoErr = m, fieldsDirty, nil
-}
-
-// MarkChanged says that the map returned by Fields was modified in place.
-func (r *Record) MarkChanged() {
-	if r.state == decoded {
-		r.state = fieldsDirty
+	o, err := FromGo(m)
+	if err != nil {
+		o = Value{}
 	}
+	r.SetValue(o.AppendJSON(nil))
+	r.state = jsonObject
 }
-
-// DropFields forgets the decoded fields when the value holds the same data,
-// so that a record kept only to be acknowledged (or written again) does not
-// keep its decoded map alive; a later Fields decodes the value again. It does
-// nothing to fields a transform changed and Value has not encoded yet, which
-// only the map holds. Sinks call it once they have encoded a record.
-func (r *Record) DropFields() {
-	if r.state == decoded {
-		r.fields, r.state = nil, bytesOnly
-	}
-}
-
-// Decoded reports whether the value has been decoded into fields.
-func (r *Record) Decoded() bool { return r.state == decoded || r.state == fieldsDirty }
 
 // Size returns an estimate of the record's memory, for in-flight byte limits.
 func (r *Record) Size() int {
@@ -221,41 +227,11 @@ func (r *Record) Size() int {
 	return n
 }
 
-// CloneData returns a copy of r that shares its bytes but not its fields map,
-// with a zero Ack. Fan-out (flat_map, routing) uses it before attaching a clone
-// of the reference.
+// CloneData returns a copy of r that shares its bytes, with a zero Ack.
+// Fan-out (flat_map, routing) uses it before attaching a clone of the
+// reference.
 func (r *Record) CloneData() Record {
 	c := *r
 	c.Ack = checkpoint.AckRef{}
-	if r.fields != nil {
-		c.fields = CopyFields(r.fields)
-	}
 	return c
-}
-
-// CopyFields returns a deep copy of a decoded JSON object: maps and slices
-// are copied, so the copy can be changed without touching m.
-func CopyFields(m map[string]any) map[string]any {
-	c := make(map[string]any, len(m))
-	for k, v := range m {
-		c[k] = CopyValue(v)
-	}
-	return c
-}
-
-// CopyValue returns a deep copy of a decoded JSON value (see CopyFields).
-// A value placed in two records, or twice in one, must be copied so that it
-// can be changed in one place only.
-func CopyValue(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		return CopyFields(t)
-	case []any:
-		c := make([]any, len(t))
-		for i, e := range t {
-			c[i] = CopyValue(e)
-		}
-		return c
-	}
-	return v
 }

@@ -1,153 +1,15 @@
 package record_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"math"
-	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/weir-etl/weir/record"
 )
-
-// Guarantee: the value is decoded lazily, on the first Fields call, and at
-// most once: changing the bytes afterwards is not seen, because Fields does
-// not decode again.
-func TestFieldsDecodesLazilyAtMostOnce(t *testing.T) {
-	v := []byte(`{"id":1,"name":"ada"}`)
-	r := record.New(v)
-	if r.Decoded() {
-		t.Fatal("decoded before Fields was called")
-	}
-	got, err := r.Value()
-	if err != nil || string(got) != string(v) || r.Decoded() {
-		t.Fatalf("Value = %s, %v, decoded %v; want the bytes, undecoded", got, err, r.Decoded())
-	}
-	f1, err := r.Fields()
-	if err != nil || !r.Decoded() || f1["name"] != "ada" {
-		t.Fatalf("Fields = %v, %v, decoded %v", f1, err, r.Decoded())
-	}
-	copy(v, `{"id":2,"name":"bob"}`) // same length; a second decode would see it
-	f2, err := r.Fields()
-	if err != nil || f2["name"] != "ada" || f2["id"] != 1.0 {
-		t.Fatalf("second Fields = %v, %v: decoded again", f2, err)
-	}
-	if reflect.ValueOf(f1).Pointer() != reflect.ValueOf(f2).Pointer() {
-		t.Error("second Fields returned a new map")
-	}
-}
-
-func TestFieldsErrorsAreRemembered(t *testing.T) {
-	for _, tc := range []struct {
-		value  string
-		isNotO bool
-	}{{`{"id":`, false}, {`[1,2]`, true}, {`"text"`, true}} {
-		r := record.New([]byte(tc.value))
-		_, err1 := r.Fields()
-		_, err2 := r.Fields()
-		if err1 == nil || err1 != err2 {
-			t.Errorf("%s: Fields errors %v then %v, want the same error twice", tc.value, err1, err2)
-		}
-		if errors.Is(err1, record.ErrNotObject) != tc.isNotO {
-			t.Errorf("%s: error %v, ErrNotObject %v", tc.value, err1, tc.isNotO)
-		}
-		if r.Decoded() {
-			t.Errorf("%s: Decoded after a failed decode", tc.value)
-		}
-		if v, err := r.Value(); err != nil || string(v) != tc.value {
-			t.Errorf("%s: Value = %s, %v; want the bytes unchanged", tc.value, v, err)
-		}
-	}
-}
-
-// Guarantee: changed fields are re-encoded by Value, and unchanged ones are
-// not (the original bytes come back as they were).
-func TestValueReencodesChangedFields(t *testing.T) {
-	orig := `{"b":1,  "a":2}`
-	r := record.New([]byte(orig))
-	f, _ := r.Fields()
-	if v, _ := r.Value(); string(v) != orig {
-		t.Errorf("Value of unchanged fields = %s, want the original bytes %s", v, orig)
-	}
-	f["c"] = "x"
-	if v, _ := r.Value(); string(v) != orig {
-		t.Errorf("Value before MarkChanged = %s, want the original bytes", v)
-	}
-	r.MarkChanged()
-	if v, err := r.Value(); err != nil || string(v) != `{"a":2,"b":1,"c":"x"}` {
-		t.Errorf("Value after MarkChanged = %s, %v", v, err)
-	}
-	if !r.Decoded() {
-		t.Error("not decoded after re-encoding")
-	}
-
-	r.SetFields(map[string]any{"n": 1, "s": []any{"a"}})
-	if v, err := r.Value(); err != nil || string(v) != `{"n":1,"s":["a"]}` {
-		t.Errorf("Value after SetFields = %s, %v", v, err)
-	}
-	r.SetFields(map[string]any{"bad": func() {}})
-	if _, err := r.Value(); err == nil {
-		t.Error("Value of unencodable fields: no error")
-	}
-	r.SetValue([]byte(`{"z":0}`))
-	if r.Decoded() {
-		t.Error("decoded after SetValue")
-	}
-	if f, err := r.Fields(); err != nil || f["z"] != 0.0 {
-		t.Errorf("Fields after SetValue = %v, %v", f, err)
-	}
-}
-
-// Guarantee: CloneData copies fields deeply (changing one record's nested
-// fields never changes the other's), shares the bytes, and carries no
-// reference.
-func TestCloneDataIsIndependent(t *testing.T) {
-	r := record.New([]byte(`{"user":{"tags":["a","b"],"age":3},"n":1}`))
-	r.Key = []byte("k")
-	r.Origin = record.Origin{Source: "s", Partition: "p", Offset: 7}
-	f, _ := r.Fields()
-	c := r.CloneData()
-	if !c.Ack.IsZero() {
-		t.Error("clone carries a reference")
-	}
-	if string(c.Key) != "k" || c.Origin != r.Origin {
-		t.Errorf("clone metadata %q %+v", c.Key, c.Origin)
-	}
-	cf, err := c.Fields()
-	if err != nil || !c.Decoded() {
-		t.Fatalf("clone Fields: %v, decoded %v", err, c.Decoded())
-	}
-	cf["n"] = 2.0
-	cf["user"].(map[string]any)["age"] = 4.0
-	cf["user"].(map[string]any)["tags"].([]any)[0] = "z"
-	c.MarkChanged()
-	want := map[string]any{"user": map[string]any{"tags": []any{"a", "b"}, "age": 3.0}, "n": 1.0}
-	if !reflect.DeepEqual(f, want) {
-		t.Errorf("original fields changed through the clone: %v", f)
-	}
-	if v, _ := r.Value(); string(v) != `{"user":{"tags":["a","b"],"age":3},"n":1}` {
-		t.Errorf("original value %s", v)
-	}
-	var cv map[string]any
-	b, _ := c.Value()
-	if err := json.Unmarshal(b, &cv); err != nil || cv["n"] != 2.0 {
-		t.Errorf("clone value %s", b)
-	}
-
-	// An undecoded record's clone decodes on its own.
-	u := record.New([]byte(`{"x":1}`))
-	uc := u.CloneData()
-	ucf, _ := uc.Fields()
-	ucf["x"] = 5.0
-	if u.Decoded() {
-		t.Error("decoding the clone decoded the original")
-	}
-	if uf, _ := u.Fields(); uf["x"] != 1.0 {
-		t.Errorf("original sees the clone's change: %v", uf)
-	}
-}
 
 func TestSize(t *testing.T) {
 	r := record.New(make([]byte, 100))
@@ -240,195 +102,257 @@ var lookupCorpus = []string{
 	`12`,
 }
 
-// checkLookup compares Fields on b with encoding/json's decoding, and
-// LookupFields with the same restricted to names: the same acceptance, the
-// same error, the same values to the bit.
-func checkLookup(t *testing.T, b []byte, names []string) {
-	t.Helper()
-	q := b
-	if len(q) > 200 {
-		q = q[:200]
-	}
-	// The reference is encoding/json itself, with the errors Fields makes
-	// of its verdicts.
-	var refFields map[string]any
-	var refErr error
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		refErr = fmt.Errorf("record: value is not JSON: %w", err)
-	} else if m, ok := v.(map[string]any); ok {
-		refFields = m
-	} else {
-		refErr = record.ErrNotObject
-	}
-	full := record.New(b)
-	fields, err := full.Fields()
-	if fmt.Sprint(err) != fmt.Sprint(refErr) || !sameJSON(fields, refFields) {
-		t.Fatalf("%q: Fields = %#v, %v\nencoding/json: %#v, %v", q, fields, err, refFields, refErr)
-	}
-
-	r := record.New(b)
-	dst := map[string]any{"untouched": "yes"}
-	err = r.LookupFields(names, dst)
-	if (err == nil) != (refErr == nil) {
-		t.Fatalf("%q: LookupFields err %v, Fields err %v", q, err, refErr)
-	}
-	if err != nil {
-		if err.Error() != refErr.Error() || errors.Is(err, record.ErrNotObject) != errors.Is(refErr, record.ErrNotObject) {
-			t.Fatalf("%q: LookupFields err %v, want Fields' %v", q, err, refErr)
-		}
-		return
-	}
-	want := map[string]any{"untouched": "yes"}
-	for _, n := range names {
-		if v, ok := refFields[n]; ok {
-			want[n] = v
-		}
-	}
-	if !sameJSON(dst, want) {
-		t.Fatalf("%q names %q:\n got %#v\nwant %#v", q, names, dst, want)
-	}
-}
-
-// sameJSON is reflect.DeepEqual for decoded JSON, except that it tells -0
-// from 0.
-func sameJSON(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) || (x == nil) != (y == nil) {
-			return false
-		}
-		for k, v := range x {
-			w, ok := y[k]
-			if !ok || !sameJSON(v, w) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) || (x == nil) != (y == nil) {
-			return false
-		}
-		for i := range x {
-			if !sameJSON(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case float64:
-		y, ok := b.(float64)
-		return ok && math.Float64bits(x) == math.Float64bits(y)
-	}
-	return a == b
-}
-
-// namesFor returns the names to look up in b: every top-level key that
-// encoding/json sees, and some that are absent.
-func namesFor(b []byte) []string {
-	names := []string{"a", "id", "missing", "\ufffd"}
-	var m map[string]any
-	if json.Unmarshal(b, &m) == nil {
-		for k := range m {
-			names = append(names, k)
-		}
-	}
-	return names
-}
-
-// Guarantee: LookupFields gives exactly what Fields gives for the named
-// fields, on every document, and the same error for every document Fields
-// rejects, including one whose named fields are fine but whose other fields
-// are not.
-func TestLookupFieldsMatchesFields(t *testing.T) {
+// Guarantee: the scanner accepts exactly the JSON that encoding/json's
+// Valid accepts (numbers of any size, strings with bytes that are not
+// UTF-8, nesting to 10000 levels), so that weir never rejects what a
+// standard reader takes, nor passes what it refuses.
+func TestValidMatchesEncodingJSON(t *testing.T) {
 	for _, js := range lookupCorpus {
-		b := []byte(js)
-		checkLookup(t, b, namesFor(b))
-		checkLookup(t, b, []string{"a"})
-		checkLookup(t, b, nil)
-		many := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "id"}
-		checkLookup(t, b, many) // more names than the scanner's stack buffer
+		checkValid(t, []byte(js))
+	}
+	for _, depth := range []int{9999, 10000, 10001} {
+		checkValid(t, []byte(strings.Repeat("[", depth)+strings.Repeat("]", depth)))
 	}
 }
 
-// FuzzLookupFields runs the same comparison on arbitrary input; the corpus
-// above is its seed.
-func FuzzLookupFields(f *testing.F) {
+func checkValid(t *testing.T, b []byte) {
+	t.Helper()
+	err := record.Valid(b)
+	if (err == nil) != json.Valid(b) {
+		t.Fatalf("%.80q: weir says %v, encoding/json says valid=%v", b, err, json.Valid(b))
+	}
+	var se *record.SyntaxError
+	if err != nil && !errors.As(err, &se) {
+		t.Fatalf("%.80q: error %v is not a *SyntaxError", b, err)
+	}
+}
+
+// FuzzValid compares the scanner's verdict with encoding/json's on
+// arbitrary input.
+func FuzzValid(f *testing.F) {
 	for _, js := range lookupCorpus {
 		f.Add([]byte(js))
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		checkLookup(t, b, namesFor(b))
-	})
+	f.Fuzz(func(t *testing.T, b []byte) { checkValid(t, b) })
 }
 
-// Guarantee: a lookup decodes only the named fields. The other fields here
-// are valid but would cost most of a full decode; the record stays undecoded,
-// and a later Fields decodes it in full.
-func TestLookupFieldsDecodesOnlyNamed(t *testing.T) {
-	r := record.New([]byte(`{"blob":{"deep":[1,2,{"x":"` + strings.Repeat("y", 1000) + `"}]},"id":7,"s":"\ud83d\ude00"}`))
-	dst := map[string]any{}
-	if err := r.LookupFields([]string{"id"}, dst); err != nil {
-		t.Fatal(err)
+// rawMembers returns encoding/json's view of an object's members: the last
+// of duplicates, each value's bytes exactly as written.
+func rawMembers(b []byte) (map[string]json.RawMessage, bool) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil || m == nil {
+		return nil, false
 	}
-	if r.Decoded() {
-		t.Fatal("LookupFields decoded the record")
-	}
-	if !reflect.DeepEqual(dst, map[string]any{"id": 7.0}) {
-		t.Fatalf("dst = %v", dst)
-	}
-	f, err := r.Fields()
-	if err != nil || !r.Decoded() || f["s"] != "😀" {
-		t.Fatalf("Fields after a lookup = %v, %v", f, err)
+	return m, true
+}
+
+// Guarantee: Lookup finds every named member's bytes exactly as written
+// (the last of duplicates, as a decoder keeps), rejects what is not an
+// object, and decodes nothing: the values point into the record's bytes.
+func TestLookupGivesTheBytesAsWritten(t *testing.T) {
+	for _, js := range lookupCorpus {
+		checkLookup(t, []byte(js))
 	}
 }
 
-// Guarantee: on a decoded record, LookupFields reads the fields as changed,
-// not the original bytes.
-func TestLookupFieldsSeesChangedFields(t *testing.T) {
-	r := record.New([]byte(`{"id":1,"x":2}`))
-	f, _ := r.Fields()
-	f["id"] = 5.0
-	delete(f, "x")
-	r.MarkChanged()
-	dst := map[string]any{}
-	if err := r.LookupFields([]string{"id", "x"}, dst); err != nil {
-		t.Fatal(err)
+func checkLookup(t *testing.T, b []byte) {
+	t.Helper()
+	names := []string{"a", "b", "id", "missing", "\ufffd", "c", "d", "e", "f", "g", "h", "i"}
+	want, isObject := rawMembers(b)
+	for k := range want {
+		names = append(names, k)
 	}
-	if !reflect.DeepEqual(dst, map[string]any{"id": 5.0}) {
-		t.Fatalf("dst = %v, want the changed fields", dst)
+	r := record.New(b)
+	vals := make([]record.Value, len(names))
+	found := make([]bool, len(names))
+	err := r.Lookup(names, vals, found)
+	if (err == nil) != isObject {
+		if json.Valid(b) && !isObject && errors.Is(err, record.ErrNotObject) {
+			return
+		}
+		t.Fatalf("%.80q: Lookup error %v, encoding/json object=%v", b, err, isObject)
+	}
+	if err != nil {
+		return
+	}
+	for i, n := range names {
+		if strings.ContainsRune(n, utf8.RuneError) && !utf8.Valid(b) {
+			continue // encoding/json replaced bytes of the name; weir keeps them
+		}
+		raw, ok := want[n]
+		if found[i] != ok {
+			t.Fatalf("%.80q: %q found=%v, encoding/json %v", b, n, found[i], ok)
+		}
+		if !ok {
+			continue
+		}
+		if got := string(vals[i].AppendJSON(nil)); got != string(raw) {
+			t.Fatalf("%.80q: %q = %q, written %q", b, n, got, raw)
+		}
 	}
 }
 
-// Guarantee: DropFields never loses data. It forgets a decoded map only when
-// the value holds the same record, and keeps fields a transform changed until
-// Value has encoded them.
-func TestDropFieldsKeepsTheRecord(t *testing.T) {
+// FuzzLookup runs the same comparison on arbitrary input.
+func FuzzLookup(f *testing.F) {
+	for _, js := range lookupCorpus {
+		f.Add([]byte(js))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { checkLookup(t, b) })
+}
+
+// Guarantee: an object's changes are written as documented on Obj: a member
+// nobody changed is copied byte for byte in its place, a set member takes
+// the place of its last duplicate, a new one goes after the others, a
+// renamed one keeps its place, and an object with no change is its bytes.
+func TestObjWritesOnlyChanges(t *testing.T) {
+	cases := []struct {
+		in   string
+		edit func(o *record.Obj)
+		want string
+	}{
+		{` { "b" : 1.50 ,"a":"\u00e9" } `, func(o *record.Obj) {}, ` { "b" : 1.50 ,"a":"\u00e9" } `},
+		{`{"b":1.50, "a":"\u00e9","c":[1, 2]}`, func(o *record.Obj) { o.Set("a", record.IntValue(2)) }, `{"b":1.50,"a":2,"c":[1, 2]}`},
+		{`{"z":1,"a":2}`, func(o *record.Obj) { o.Rename("a", "b") }, `{"z":1,"b":2}`},
+		{`{"z":1,"a":2,"b":3}`, func(o *record.Obj) { o.Rename("z", "b") }, `{"b":1,"a":2}`},
+		{`{"z":1}`, func(o *record.Obj) { o.Set("new", record.StringValue("x\xff\n")) }, "{\"z\":1,\"new\":\"x\xff\\n\"}"},
+		{`{"a":1,"b":2,"a":3}`, func(o *record.Obj) { o.Set("a", record.IntValue(9)) }, `{"b":2,"a":9}`},
+		{`{"a":1,"b":2,"a":3}`, func(o *record.Obj) { o.Set("b", record.IntValue(9)) }, `{"a":1,"b":9,"a":3}`},
+		{`{"a":1,"b":2,"a":3}`, func(o *record.Obj) { o.Delete("a") }, `{"b":2}`},
+		{`{"\u0061":1,"b":2}`, func(o *record.Obj) { o.Set("a", record.IntValue(5)) }, `{"\u0061":5,"b":2}`},
+		{`{"a":1}`, func(o *record.Obj) { o.Set("x", record.IntValue(1)); o.Rename("x", "y") }, `{"a":1,"y":1}`},
+		{`{"a":1}`, func(o *record.Obj) { o.Delete("missing"); o.Rename("missing", "a") }, `{"a":1}`},
+		{`{"a":12345678901234567891}`, func(o *record.Obj) {
+			v, _ := o.Get("a")
+			o.Set("b", v)
+		}, `{"a":12345678901234567891,"b":12345678901234567891}`},
+	}
+	for _, c := range cases {
+		o, err := record.ParseObj([]byte(c.in))
+		if err != nil {
+			t.Fatalf("%s: %v", c.in, err)
+		}
+		c.edit(o)
+		if got := string(o.AppendJSON(nil)); got != c.want {
+			t.Errorf("%s:\n got  %s\n want %s", c.in, got, c.want)
+		}
+	}
+}
+
+// Guarantee: a number converts to int64 or float64 only exactly; anything
+// else is an error that says so.
+func TestNumbersConvertOnlyExactly(t *testing.T) {
+	cases := []struct {
+		lit     string
+		i       int64
+		intOK   bool
+		f       float64
+		floatOK bool
+	}{
+		{"0", 0, true, 0, true},
+		{"-0", 0, true, 0, true},
+		{"9007199254740993", 9007199254740993, true, 0, false},
+		{"9007199254740992", 9007199254740992, true, 9007199254740992, true},
+		{"9223372036854775807", 9223372036854775807, true, 0, false},
+		{"-9223372036854775808", -9223372036854775808, true, 0, false},
+		{"9223372036854775808", 0, false, 0, false},
+		{"12345678901234567891", 0, false, 0, false},
+		{"100000000000000000", 100000000000000000, true, 1e17, true},
+		{"1152921504606846976", 1152921504606846976, true, 0, false}, // 2^60 prints as 1152921504606847000
+		{"0.1", 0, false, 0.1, true},
+		{"1.50", 0, false, 1.5, true},
+		{"1e3", 1000, true, 1000, true},
+		{"2.5", 0, false, 2.5, true},
+		{"0.10000000000000000001", 0, false, 0, false},
+		{"1e400", 0, false, 0, false},
+		{"1e-400", 0, false, 0, false},
+		{"123456789012345678901234567890", 0, false, 0, false},
+		{"1e19", 0, false, 1e19, true},
+	}
+	for _, c := range cases {
+		v := record.NumberLiteral(c.lit)
+		i, err := v.Int()
+		if (err == nil) != c.intOK || err == nil && i != c.i {
+			t.Errorf("%s: Int = %d, %v", c.lit, i, err)
+		}
+		if err != nil && !errors.Is(err, record.ErrNotExact) {
+			t.Errorf("%s: Int error %v is not ErrNotExact", c.lit, err)
+		}
+		f, err := v.Float()
+		if (err == nil) != c.floatOK || err == nil && f != c.f {
+			t.Errorf("%s: Float = %v, %v", c.lit, f, err)
+		}
+		if got := string(v.AppendJSON(nil)); got != c.lit {
+			t.Errorf("%s: written as %s", c.lit, got)
+		}
+	}
+	if c, err := record.CompareNumbers(record.NumberLiteral("12345678901234567891"), record.NumberLiteral("12345678901234567890")); err != nil || c != 1 {
+		t.Errorf("big numbers compare %d, %v", c, err)
+	}
+	if c, err := record.CompareNumbers(record.NumberLiteral("9007199254740993"), record.FloatValue(9007199254740992)); err != nil || c != 1 {
+		t.Errorf("9007199254740993 vs 2^53 as a float: %d, %v", c, err)
+	}
+}
+
+// Guarantee: strings come out as they went in: escapes decode, and
+// encoding the result gives an equivalent escape-free form, surrogates
+// without a partner included; bytes that are not UTF-8 are kept.
+func TestStringsRoundTrip(t *testing.T) {
+	cases := []struct{ in, text, out string }{
+		{`"plain"`, "plain", `"plain"`},
+		{`"caf\u00e9"`, "café", `"café"`},
+		{`"\ud83d\ude00"`, "😀", `"😀"`},
+		{`"\ud800"`, "\xed\xa0\x80", `"\ud800"`},
+		{`"\udc00x\ud83d"`, "\xed\xb0\x80x\xed\xa0\xbd", `"\udc00x\ud83d"`},
+		{"\"\xff\xfe\"", "\xff\xfe", "\"\xff\xfe\""},
+		{`"a\"b\\c\/d\b\f\n\r\t\u0001"`, "a\"b\\c/d\b\f\n\r\t\x01", `"a\"b\\c/d\b\f\n\r\t\u0001"`},
+		{`"<&>\u2028"`, "<&>\u2028", "\"<&>\u2028\""},
+	}
+	for _, c := range cases {
+		v, err := record.ParseValue([]byte(c.in))
+		if err != nil {
+			t.Fatalf("%q: %v", c.in, err)
+		}
+		if v.Text() != c.text {
+			t.Errorf("%q: text %q, want %q", c.in, v.Text(), c.text)
+		}
+		if got := string(v.AppendJSON(nil)); got != c.in {
+			t.Errorf("%q: written as read gives %q", c.in, got)
+		}
+		if got := string(record.AppendString(nil, v.Text())); got != c.out {
+			t.Errorf("%q: encoded text %q, want %q", c.in, got, c.out)
+		}
+	}
+}
+
+// Guarantee: Replace keeps the value the source read for Original (what a
+// dead letter of a record error carries), however often it is replaced,
+// and SetValue starts afresh.
+func TestOriginalSurvivesReplace(t *testing.T) {
 	r := record.New([]byte(`{"a":1}`))
-	if _, err := r.Fields(); err != nil {
-		t.Fatal(err)
+	r.Replace([]byte(`{"b":1}`), true)
+	r.Replace([]byte(`{"c":1}`), true)
+	if string(r.Original()) != `{"a":1}` || string(r.Bytes()) != `{"c":1}` {
+		t.Fatalf("Original %s, Bytes %s", r.Original(), r.Bytes())
 	}
-	r.DropFields()
-	if r.Decoded() {
-		t.Fatal("DropFields kept the decoded fields of an unchanged record")
+	r.SetValue([]byte(`x`))
+	if string(r.Original()) != "x" {
+		t.Fatalf("Original after SetValue = %s", r.Original())
 	}
-	f, err := r.Fields()
-	if err != nil || f["a"] != float64(1) {
-		t.Fatalf("Fields after DropFields = %v, %v; want a=1", f, err)
+	c := r.CloneData()
+	if !bytes.Equal(c.Bytes(), r.Bytes()) || !c.Ack.IsZero() {
+		t.Fatal("CloneData lost the value or kept a reference")
 	}
+}
 
-	f["a"] = float64(2)
-	r.MarkChanged()
-	r.DropFields()
-	if !r.Decoded() {
-		t.Fatal("DropFields forgot fields that only the map held")
+// Guarantee: SetFields writes strings as they are (no replacement
+// character for bytes that are not UTF-8) with members sorted by name.
+func TestSetFieldsKeepsBytes(t *testing.T) {
+	var r record.Record
+	r.SetFields(map[string]any{"b": "x\xffy", "a": "1"})
+	if got := string(r.Bytes()); got != "{\"a\":\"1\",\"b\":\"x\xffy\"}" {
+		t.Fatalf("SetFields wrote %q", got)
 	}
-	if v, _ := r.Value(); string(v) != `{"a":2}` {
-		t.Fatalf("Value = %s, want {\"a\":2}", v)
-	}
-	r.DropFields()
-	if v, _ := r.Value(); r.Decoded() || string(v) != `{"a":2}` {
-		t.Fatalf("after encoding and DropFields: decoded %v, value %s", r.Decoded(), v)
+	if err := r.CheckJSON(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,105 +1,45 @@
 package record
 
 import (
-	"encoding/json"
-	"strconv"
+	"fmt"
 	"unicode/utf8"
 )
 
-// This file is the fast path of LookupFields: a scanner that reads a JSON
-// object's top-level members without decoding them, then decodes only the
-// members asked for.
+// This file is the JSON scanner every read of a record's value goes through:
+// it checks a value's syntax and finds the top-level members of an object
+// without decoding anything. Members are then read lazily, as Values that
+// point into the record's own bytes.
 //
-// Its contract is narrow on purpose. When it reports success, the document is
-// one that encoding/json accepts (the scanner checks the whole of it, as
-// json.Unmarshal does before decoding), and every value it returns is the one
-// json.Unmarshal into an any gives. Whenever it is unsure (a syntax error, a
-// value that is not an object, nesting deeper than maxScanDepth) it reports
-// failure, and the caller decodes with encoding/json instead, which gives the
-// exact error. It never has to reproduce encoding/json's errors, only its
-// acceptance and its values.
+// It accepts RFC 8259 JSON with two deliberate allowances, both so that a
+// record weir did not change passes through as it came: strings may hold
+// bytes that are not UTF-8 (encoding/json accepts them too), and numbers
+// may be of any size or precision (they are kept as their literal; only an
+// expression that computes with one needs it to fit a Go type). Nesting is
+// limited to MaxDepth levels.
 
-// maxScanDepth bounds the scanner's recursion. encoding/json's own limit is
-// 10000; documents nested deeper than this take the slow path, which applies
-// that limit.
-const maxScanDepth = 1000
+// MaxDepth is the deepest nesting of arrays and objects a value may have.
+// It is encoding/json's limit too.
+const MaxDepth = 10000
 
-// maxExactDigits is the longest number without an exponent that cannot
-// overflow a float64 (whose largest value has 309 integer digits). A longer
-// one, or one with an exponent, is parsed while scanning, because
-// encoding/json rejects a document holding a number out of float64's range.
-const maxExactDigits = 300
-
-// scanObject checks that b is a valid JSON object and sets raw[i] to the bytes
-// of the last member named names[i], or to nil if there is none. The last one,
-// because json.Unmarshal lets a repeated key overwrite the earlier value.
-func scanObject(b []byte, names []string, raw [][]byte) bool {
-	clear(raw)
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return false
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return skipSpace(b, i+1) == len(b)
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return false
-		}
-		ks := i
-		ke, flags, ok := scanString(b, i)
-		if !ok {
-			return false
-		}
-		i = skipSpace(b, ke)
-		if i >= len(b) || b[i] != ':' {
-			return false
-		}
-		vs := skipSpace(b, i+1)
-		ve, ok := skipValue(b, vs, 1)
-		if !ok {
-			return false
-		}
-		if k := matchName(b[ks:ke], flags, names); k >= 0 {
-			raw[k] = b[vs:ve]
-		}
-		i = skipSpace(b, ve)
-		if i >= len(b) {
-			return false
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case '}':
-			return skipSpace(b, i+1) == len(b)
-		default:
-			return false
-		}
-	}
+// SyntaxError is a value that is not JSON.
+type SyntaxError struct {
+	Offset int    // the byte where the problem is
+	Msg    string // what is wrong there
 }
 
-// matchName returns the index in names of the key whose quoted bytes are q, or -1.
-func matchName(q []byte, flags strFlags, names []string) int {
-	if flags == 0 {
-		inner := q[1 : len(q)-1]
-		for k, n := range names {
-			if string(inner) == n {
-				return k
-			}
-		}
-		return -1
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("record: value is not JSON: %s at byte %d", e.Msg, e.Offset)
+}
+
+func syntaxErr(b []byte, i int, want string) error {
+	if i >= len(b) {
+		return &SyntaxError{Offset: i, Msg: "unexpected end, " + want}
 	}
-	s, ok := decodeString(q, flags)
-	if !ok {
-		return -1
+	c := b[i]
+	if c >= 0x20 && c < utf8.RuneSelf {
+		return &SyntaxError{Offset: i, Msg: fmt.Sprintf("unexpected %q, %s", c, want)}
 	}
-	for k, n := range names {
-		if s == n {
-			return k
-		}
-	}
-	return -1
+	return &SyntaxError{Offset: i, Msg: fmt.Sprintf("unexpected byte 0x%02x, %s", c, want)}
 }
 
 func skipSpace(b []byte, i int) int {
@@ -114,52 +54,56 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// strFlags says what a string holds beyond printable ASCII.
+// strFlags says what a string holds beyond plain bytes.
 type strFlags uint8
 
-const (
-	strEscaped  strFlags = 1 << iota // a backslash escape
-	strNonASCII                      // bytes of 0x80 or more, maybe not UTF-8
-)
+const strEscaped strFlags = 1 // a backslash escape
+
+// plain marks the bytes a string may hold as they are: not a quote, a
+// backslash or a control character.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // scanString checks the string starting at b[i] (a quote) and returns the
 // index after its closing quote.
-func scanString(b []byte, i int) (int, strFlags, bool) {
+func scanString(b []byte, i int) (int, strFlags, error) {
 	var flags strFlags
 	i++
-	for i < len(b) {
-		c := b[i]
-		switch {
+	for {
+		// The common run of plain bytes, without a switch per byte.
+		for i < len(b) && plain[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			return 0, 0, syntaxErr(b, i, "in a string")
+		}
+		switch c := b[i]; {
 		case c == '"':
-			return i + 1, flags, true
+			return i + 1, flags, nil
 		case c == '\\':
 			flags |= strEscaped
 			if i+1 >= len(b) {
-				return 0, 0, false
+				return 0, 0, syntaxErr(b, i+1, "in an escape")
 			}
 			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
 				if len(b)-i < 6 || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
-					return 0, 0, false
+					return 0, 0, &SyntaxError{Offset: i, Msg: `\u not followed by four hex digits`}
 				}
 				i += 6
 			default:
-				return 0, 0, false
+				return 0, 0, &SyntaxError{Offset: i, Msg: fmt.Sprintf("unknown escape \\%c", b[i+1])}
 			}
-		case c < 0x20:
-			return 0, 0, false
-		case c >= utf8.RuneSelf:
-			// encoding/json accepts invalid UTF-8 and decodes it as U+FFFD;
-			// decodeString leaves that to it.
-			flags |= strNonASCII
-			i++
 		default:
-			i++
+			return 0, 0, &SyntaxError{Offset: i, Msg: fmt.Sprintf("control character 0x%02x in a string (escape it)", c)}
 		}
 	}
-	return 0, 0, false
 }
 
 func isHex(c byte) bool {
@@ -167,47 +111,40 @@ func isHex(c byte) bool {
 }
 
 // scanNumber checks the number starting at b[i] and returns the index after it.
-func scanNumber(b []byte, i int) (int, bool) {
+func scanNumber(b []byte, i int) (int, error) {
 	start := i
 	if b[i] == '-' {
 		i++
 	}
 	switch {
 	case i >= len(b):
-		return 0, false
+		return 0, syntaxErr(b, i, "in a number")
 	case b[i] == '0':
 		i++
 	case '1' <= b[i] && b[i] <= '9':
 		i = skipDigits(b, i+1)
 	default:
-		return 0, false
+		return 0, syntaxErr(b, start, "looking for a value")
 	}
 	if i < len(b) && b[i] == '.' {
 		j := skipDigits(b, i+1)
 		if j == i+1 {
-			return 0, false
+			return 0, syntaxErr(b, j, "after a decimal point")
 		}
 		i = j
 	}
-	exp := false
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		exp = true
 		i++
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
 		j := skipDigits(b, i)
 		if j == i {
-			return 0, false
+			return 0, syntaxErr(b, j, "in an exponent")
 		}
 		i = j
 	}
-	if exp || i-start > maxExactDigits {
-		if _, err := strconv.ParseFloat(string(b[start:i]), 64); err != nil {
-			return 0, false
-		}
-	}
-	return i, true
+	return i, nil
 }
 
 func skipDigits(b []byte, i int) int {
@@ -217,215 +154,316 @@ func skipDigits(b []byte, i int) int {
 	return i
 }
 
-// skipValue checks the value starting at b[i] and returns the index after it.
-// depth is the nesting depth of the value's container.
-func skipValue(b []byte, i, depth int) (int, bool) {
-	if i >= len(b) {
-		return 0, false
-	}
-	switch c := b[i]; c {
-	case '"':
-		end, _, ok := scanString(b, i)
-		return end, ok
-	case '{', '[':
-		if depth >= maxScanDepth {
-			return 0, false
-		}
-		return skipContainer(b, i, depth+1)
-	case 't':
-		return skipLiteral(b, i, "true")
-	case 'f':
-		return skipLiteral(b, i, "false")
-	case 'n':
-		return skipLiteral(b, i, "null")
-	default:
-		if c == '-' || '0' <= c && c <= '9' {
-			return scanNumber(b, i)
-		}
-		return 0, false
-	}
-}
-
-func skipLiteral(b []byte, i int, lit string) (int, bool) {
+func skipLiteral(b []byte, i int, lit string) (int, error) {
 	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
-		return 0, false
+		return 0, syntaxErr(b, i, "looking for a value")
 	}
-	return i + len(lit), true
+	return i + len(lit), nil
 }
 
-// skipContainer checks the object or array starting at b[i].
-func skipContainer(b []byte, i, depth int) (int, bool) {
-	object := b[i] == '{'
-	end := byte(']')
-	if object {
-		end = '}'
+// skipValue checks the value starting at b[i] (not at a space) and returns
+// the index after it. depth is the nesting of the value's container. It does
+// not recurse: containers are tracked in a bit stack (1 for an object), so a
+// deeply nested value costs no Go stack.
+func skipValue(b []byte, i, depth int) (int, error) {
+	var small [4]uint64
+	stack := small[:]
+	n := 0 // containers open
+	var err error
+	for {
+		// A value at b[i].
+		if i >= len(b) {
+			return 0, syntaxErr(b, i, "looking for a value")
+		}
+		switch c := b[i]; c {
+		case '"':
+			if i, _, err = scanString(b, i); err != nil {
+				return 0, err
+			}
+		case '{', '[':
+			if depth+n >= MaxDepth {
+				return 0, &SyntaxError{Offset: i, Msg: fmt.Sprintf("nested deeper than %d levels", MaxDepth)}
+			}
+			if n/64 >= len(stack) {
+				stack = append(stack, 0)
+			}
+			if c == '{' {
+				stack[n/64] |= 1 << (n % 64)
+			} else {
+				stack[n/64] &^= 1 << (n % 64)
+			}
+			n++
+			i = skipSpace(b, i+1)
+			if i < len(b) && (b[i] == '}' && c == '{' || b[i] == ']' && c == '[') {
+				i++
+				n--
+				break
+			}
+			if c == '{' {
+				if i, err = skipKey(b, i); err != nil {
+					return 0, err
+				}
+			}
+			continue
+		case 't':
+			if i, err = skipLiteral(b, i, "true"); err != nil {
+				return 0, err
+			}
+		case 'f':
+			if i, err = skipLiteral(b, i, "false"); err != nil {
+				return 0, err
+			}
+		case 'n':
+			if i, err = skipLiteral(b, i, "null"); err != nil {
+				return 0, err
+			}
+		default:
+			if i, err = scanNumber(b, i); err != nil {
+				return 0, err
+			}
+		}
+		// After a value: close containers, or go on to the next element.
+		for {
+			if n == 0 {
+				return i, nil
+			}
+			object := stack[(n-1)/64]&(1<<((n-1)%64)) != 0
+			i = skipSpace(b, i)
+			if i >= len(b) {
+				return 0, syntaxErr(b, i, "looking for , or a closing bracket")
+			}
+			if b[i] == ',' {
+				i = skipSpace(b, i+1)
+				if object {
+					if i, err = skipKey(b, i); err != nil {
+						return 0, err
+					}
+				}
+				break
+			}
+			if object && b[i] == '}' || !object && b[i] == ']' {
+				i++
+				n--
+				continue
+			}
+			if object {
+				return 0, syntaxErr(b, i, "looking for , or }")
+			}
+			return 0, syntaxErr(b, i, "looking for , or ]")
+		}
+	}
+}
+
+// skipKey checks a member's key and colon at b[i] and returns the index of
+// its value.
+func skipKey(b []byte, i int) (int, error) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, syntaxErr(b, i, "looking for a member name")
+	}
+	ke, _, err := scanString(b, i)
+	if err != nil {
+		return 0, err
+	}
+	i = skipSpace(b, ke)
+	if i >= len(b) || b[i] != ':' {
+		return 0, syntaxErr(b, i, "looking for :")
+	}
+	return skipSpace(b, i+1), nil
+}
+
+// Valid reports whether b is one JSON value (with optional surrounding
+// whitespace), as weir's scanner accepts it; the error says where it is not.
+func Valid(b []byte) error {
+	i := skipSpace(b, 0)
+	end, err := skipValue(b, i, 0)
+	if err != nil {
+		return err
+	}
+	if end = skipSpace(b, end); end != len(b) {
+		return syntaxErr(b, end, "after the value")
+	}
+	return nil
+}
+
+// member is one top-level member of an object: the offsets of its quoted key
+// and of its value in the object's bytes.
+type member struct {
+	ks, ke, vs, ve int32
+	esc            bool // the key holds an escape
+}
+
+// key reports whether m's key, in b, is name.
+func (m *member) is(b []byte, name string) bool {
+	if !m.esc {
+		return int(m.ke-m.ks-2) == len(name) && string(b[m.ks+1:m.ke-1]) == name
+	}
+	return decodeKey(b[m.ks:m.ke]) == name
+}
+
+// indexObject checks that b is a JSON object and appends its top-level
+// members to dst, in order (duplicates too).
+func indexObject(b []byte, dst []member) ([]member, error) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		if err := Valid(b); err != nil {
+			return dst, err
+		}
+		return dst, ErrNotObject
+	}
+	if len(b) > 1<<31-1 {
+		return dst, &SyntaxError{Offset: 0, Msg: "a value over 2 GiB"}
 	}
 	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == end {
-		return i + 1, true
+	if i < len(b) && b[i] == '}' {
+		return dst, trailing(b, i+1)
 	}
 	for {
-		if object {
-			if i >= len(b) || b[i] != '"' {
-				return 0, false
-			}
-			ke, _, ok := scanString(b, i)
-			if !ok {
-				return 0, false
-			}
-			i = skipSpace(b, ke)
-			if i >= len(b) || b[i] != ':' {
-				return 0, false
-			}
-			i = skipSpace(b, i+1)
+		if i >= len(b) || b[i] != '"' {
+			return dst, syntaxErr(b, i, "looking for a member name")
 		}
-		ve, ok := skipValue(b, i, depth)
-		if !ok {
-			return 0, false
+		ks := i
+		ke, flags, err := scanString(b, i)
+		if err != nil {
+			return dst, err
 		}
+		i = skipSpace(b, ke)
+		if i >= len(b) || b[i] != ':' {
+			return dst, syntaxErr(b, i, "looking for :")
+		}
+		vs := skipSpace(b, i+1)
+		ve, err := skipValue(b, vs, 1)
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, member{int32(ks), int32(ke), int32(vs), int32(ve), flags&strEscaped != 0})
 		i = skipSpace(b, ve)
 		if i >= len(b) {
-			return 0, false
+			return dst, syntaxErr(b, i, "looking for , or }")
 		}
 		switch b[i] {
 		case ',':
 			i = skipSpace(b, i+1)
-		case end:
-			return i + 1, true
+		case '}':
+			return dst, trailing(b, i+1)
 		default:
-			return 0, false
+			return dst, syntaxErr(b, i, "looking for , or }")
 		}
 	}
 }
 
-// decodeDocument decodes b, an object that scanObject accepted.
-func decodeDocument(b []byte) (map[string]any, bool) {
-	v, end, ok := decodeAt(b, 0)
-	m, isObject := v.(map[string]any)
-	return m, ok && isObject && skipSpace(b, end) == len(b)
+func trailing(b []byte, i int) error {
+	if i = skipSpace(b, i); i != len(b) {
+		return syntaxErr(b, i, "after the object")
+	}
+	return nil
 }
 
-// decodeValue decodes b, exactly one value that skipValue accepted, as
-// json.Unmarshal into an any would.
-func decodeValue(b []byte) (any, bool) {
-	v, end, ok := decodeAt(b, 0)
-	return v, ok && end == len(b)
-}
-
-func decodeAt(b []byte, i int) (any, int, bool) {
-	i = skipSpace(b, i)
-	switch c := b[i]; c {
-	case '"':
-		end, flags, _ := scanString(b, i)
-		s, ok := decodeString(b[i:end], flags)
-		return s, end, ok
-	case '{':
-		m := make(map[string]any)
-		i = skipSpace(b, i+1)
-		if b[i] == '}' {
-			return m, i + 1, true
+// lookupObject checks that b is a JSON object and sets raw[k] to the value
+// bytes of the last member named names[k] (the one a decoder keeps), or to
+// nil when there is none.
+func lookupObject(b []byte, names []string, raw [][]byte) error {
+	clear(raw)
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		if err := Valid(b); err != nil {
+			return err
 		}
-		for {
-			ke, flags, _ := scanString(b, i)
-			k, ok := decodeString(b[i:ke], flags)
-			if !ok {
-				return nil, 0, false
+		return ErrNotObject
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return trailing(b, i+1)
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return syntaxErr(b, i, "looking for a member name")
+		}
+		ks := i
+		ke, flags, err := scanString(b, i)
+		if err != nil {
+			return err
+		}
+		i = skipSpace(b, ke)
+		if i >= len(b) || b[i] != ':' {
+			return syntaxErr(b, i, "looking for :")
+		}
+		vs := skipSpace(b, i+1)
+		ve, err := skipValue(b, vs, 1)
+		if err != nil {
+			return err
+		}
+		if len(names) > 0 {
+			m := member{int32(ks), int32(ke), 0, 0, flags&strEscaped != 0}
+			for k, n := range names {
+				if m.is(b, n) {
+					raw[k] = b[vs:ve]
+				}
 			}
-			i = skipSpace(b, ke) + 1 // the colon
-			var v any
-			if v, i, ok = decodeAt(b, i); !ok {
-				return nil, 0, false
-			}
-			m[k] = v
-			i = skipSpace(b, i)
-			if b[i] == '}' {
-				return m, i + 1, true
-			}
-			i = skipSpace(b, i+1) // past the comma
 		}
-	case '[':
-		a := []any{}
-		i = skipSpace(b, i+1)
-		if b[i] == ']' {
-			return a, i + 1, true
+		i = skipSpace(b, ve)
+		if i >= len(b) {
+			return syntaxErr(b, i, "looking for , or }")
 		}
-		for {
-			var v any
-			var ok bool
-			if v, i, ok = decodeAt(b, i); !ok {
-				return nil, 0, false
-			}
-			a = append(a, v)
-			i = skipSpace(b, i)
-			if b[i] == ']' {
-				return a, i + 1, true
-			}
-			i++ // the comma
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return trailing(b, i+1)
+		default:
+			return syntaxErr(b, i, "looking for , or }")
 		}
-	case 't':
-		return true, i + 4, true
-	case 'f':
-		return false, i + 5, true
-	case 'n':
-		return nil, i + 4, true
-	default:
-		end, ok := scanNumber(b, i)
-		if !ok {
-			return nil, 0, false
-		}
-		f, ok := parseNumber(b[i:end])
-		return f, end, ok
 	}
 }
 
-// parseNumber parses a number token as encoding/json does, with
-// strconv.ParseFloat. Integers of up to 15 digits, most numbers in records,
-// are converted directly: every such integer is exact in a float64, so the
-// result is the one ParseFloat rounds to.
-func parseNumber(t []byte) (float64, bool) {
-	neg := len(t) > 0 && t[0] == '-'
-	digits := t
-	if neg {
-		digits = t[1:]
-	}
-	if u, ok := smallInt(digits); ok {
-		f := float64(u)
-		if neg {
-			f = -f // -0 too, as ParseFloat gives it
+// findMember returns the value bytes of the last member named name in the
+// object obj, which the scanner has already checked.
+func findMember(obj []byte, name string) ([]byte, bool) {
+	var found []byte
+	ok := false
+	forMembers(obj, func(m member) {
+		if m.is(obj, name) {
+			found, ok = obj[m.vs:m.ve], true
 		}
-		return f, true
-	}
-	f, err := strconv.ParseFloat(string(t), 64)
-	return f, err == nil
+	})
+	return found, ok
 }
 
-// smallInt returns the value of digits if it is 1 to 15 decimal digits.
-func smallInt(digits []byte) (uint64, bool) {
-	if len(digits) == 0 || len(digits) > 15 {
-		return 0, false
+// forMembers calls fn for each member of the checked object obj, in order.
+func forMembers(obj []byte, fn func(m member)) {
+	i := skipSpace(obj, 1)
+	if obj[i] == '}' {
+		return
 	}
-	var u uint64
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return 0, false
+	for {
+		ks := i
+		ke, flags, _ := scanString(obj, i)
+		vs := skipSpace(obj, skipSpace(obj, ke)+1)
+		ve, _ := skipValue(obj, vs, 1)
+		fn(member{int32(ks), int32(ke), int32(vs), int32(ve), flags&strEscaped != 0})
+		i = skipSpace(obj, ve)
+		if obj[i] == '}' {
+			return
 		}
-		u = u*10 + uint64(c-'0')
+		i = skipSpace(obj, i+1)
 	}
-	return u, true
 }
 
-// decodeString decodes the quoted string q. Plain text (the common case) is
-// copied as it is, which is what encoding/json does too; escapes and non-UTF-8
-// bytes, which are rare, are left to encoding/json so that the result is its
-// own to the byte (surrogate pairs, lone surrogates, U+FFFD replacement).
-func decodeString(q []byte, flags strFlags) (string, bool) {
-	inner := q[1 : len(q)-1]
-	if flags&strEscaped == 0 && (flags&strNonASCII == 0 || utf8.Valid(inner)) {
-		return string(inner), true
+// forElements calls fn with the bytes of each element of the checked array
+// arr, in order, until fn returns false.
+func forElements(arr []byte, fn func(i int, v []byte) bool) {
+	i := skipSpace(arr, 1)
+	if arr[i] == ']' {
+		return
 	}
-	var s string
-	if err := json.Unmarshal(q, &s); err != nil {
-		return "", false
+	for k := 0; ; k++ {
+		ve, _ := skipValue(arr, i, 1)
+		if !fn(k, arr[i:ve]) {
+			return
+		}
+		i = skipSpace(arr, ve)
+		if arr[i] == ']' {
+			return
+		}
+		i = skipSpace(arr, i+1)
 	}
-	return s, true
 }

@@ -99,6 +99,63 @@ func BenchmarkMap(b *testing.B) {
 	})
 }
 
+// benchWide is a record of about 200 bytes, of the kinds of fields that a
+// rename must copy exactly: an id beyond 2^53, a float, an escaped string,
+// nested objects and arrays.
+var benchWide = func() [][]byte {
+	vs := make([][]byte, 256)
+	for i := range vs {
+		vs[i] = fmt.Appendf(nil, `{"id":%d,"account":"acct-%05d","amount":1234.50,"currency":"EUR","note":"caf\u00e9 \"x\"","tags":["a","b","c"],"user":{"name":"ann","age":%d,"vip":true},"ts":"2026-02-01T19:27:17Z","ok":true}`,
+			9007199254740993+i, i, 20+i%50)
+	}
+	return vs
+}()
+
+func benchMapOn(b *testing.B, values [][]byte, cfg MapConfig) {
+	m, err := NewMap(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := make([]record.Record, 0, 4)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(values[0])))
+	slot := new(record.Record)
+	i := 0
+	for b.Loop() {
+		*slot = record.New(values[i%len(values)])
+		i++
+		if out, err = m.Process(slot, out[:0]); err != nil {
+			b.Fatal(err)
+		}
+		if _, err = out[0].Value(); err != nil { // encoding is part of a map's cost
+			b.Fatal(err)
+		}
+		clear(out)
+	}
+}
+
+// The issue's targets: a rename or a set of one field on a ~200-byte
+// record, and three computed fields on a small one.
+func BenchmarkMapRenameOne(b *testing.B) {
+	benchMapOn(b, benchWide, MapConfig{Rename: []Rename{{"currency", "ccy"}}})
+}
+
+func BenchmarkMapSetOne(b *testing.B) {
+	benchMapOn(b, benchWide, MapConfig{Set: []Assignment{{"ok", "false"}}})
+}
+
+func BenchmarkMapThreeComputed(b *testing.B) {
+	benchMapOn(b, benchValues, MapConfig{Set: []Assignment{
+		{"user", `"u" + string(id % 1000)`},
+		{"amount", `((id * 7919) % 100000) / 100`},
+		{"tags", `["a", "b"]`},
+	}})
+}
+
+func BenchmarkFilterOrigin(b *testing.B) {
+	benchFilter(b, `origin.partition == "p" && origin.source == "in"`)
+}
+
 func BenchmarkFlatMap(b *testing.B) {
 	f, err := NewFlatMap(FlatMapConfig{Explode: "tags", As: "tag"})
 	if err != nil {

@@ -3,7 +3,6 @@ package transform
 import (
 	"errors"
 	"fmt"
-	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/file"
-	"github.com/expr-lang/expr/vm"
 )
 
 // The names below are reserved in expressions: they name record metadata, not
@@ -52,14 +50,6 @@ const (
 	needReserved = needKey | needHeaders | needMeta | needTimestamp | needOrigin
 )
 
-var reservedNeeds = map[string]needs{
-	nameKey:       needKey,
-	nameHeaders:   needHeaders,
-	nameMeta:      needMeta,
-	nameTimestamp: needTimestamp,
-	nameOrigin:    needOrigin,
-}
-
 // compileEnv gives the reserved names their types, so that `key + 1` or
 // `origin.ofset` fail when the pipeline is loaded rather than on every record.
 // Fields are unknown until run time: AllowUndefinedVariables types them as any.
@@ -73,16 +63,11 @@ var compileEnv = map[string]any{
 	nameOrigin:    &Origin{},
 }
 
-// modFunc replaces the % operator. JSON numbers decode as float64, and expr's
-// % accepts integers only, so `id % 2 == 0` would fail on every record; modFunc
-// treats whole floats as integers.
-const modFunc = "$mod"
-
 // Expr is a compiled expression over one record.
 type Expr struct {
 	what  string // what the expression is for, to name it in errors
 	src   string
-	prog  *vm.Program
+	root  node
 	needs needs
 	// fields are the top-level names the expression reads that are not
 	// reserved, sorted: the only fields a condition decodes.
@@ -135,10 +120,13 @@ func compile(what, src string, want wantKind) (*Expr, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, &ExprError{What: what, Expr: src, Msg: "it is empty"}
 	}
+	// expr parses and checks; weir evaluates (see eval.go). Its optimizer
+	// is off: it folds constants with Go's wrapping arithmetic.
 	opts := []expr.Option{
 		expr.Env(compileEnv),
 		expr.AllowUndefinedVariables(),
-		expr.Function(modFunc, mod),
+		expr.Optimize(false),
+		expr.Function(modFunc, func(...any) (any, error) { return nil, nil }),
 		expr.Patch(modPatcher{}),
 	}
 	prog, err := expr.Compile(src, opts...)
@@ -150,14 +138,7 @@ func compile(what, src string, want wantKind) (*Expr, error) {
 	if t := prog.Node().Type(); want == wantBool && t != nil && t.Kind() != reflect.Interface && t.Kind() != reflect.Bool {
 		return nil, &ExprError{What: what, Expr: src, Msg: fmt.Sprintf("it gives %s, but a condition must give a bool", t)}
 	}
-	e := &Expr{what: what, src: src, prog: prog, cond: want == wantBool}
-	// A function's name is an identifier too, the callee of its call. The
-	// walk visits it before the call, so names are judged after the walk:
-	// only the identifiers that are not callees name fields or metadata.
-	// ($mod, which % becomes, once counted as a field and made every
-	// condition with % decode the value.)
-	var idents []*ast.IdentifierNode
-	callees := make(map[*ast.IdentifierNode]bool)
+	e := &Expr{what: what, src: src, cond: want == wantBool}
 	var walkErr *ExprError
 	ast.Find(prog.Node(), func(n ast.Node) bool {
 		switch n := n.(type) {
@@ -168,16 +149,10 @@ func compile(what, src string, want wantKind) (*Expr, error) {
 				walkErr.Line, walkErr.Column = lineCol(src, n.Location().From)
 				return true
 			}
-			idents = append(idents, n)
 		case *ast.CallNode:
-			id, ok := n.Callee.(*ast.IdentifierNode)
-			if !ok {
-				break
-			}
-			callees[id] = true
 			// Unknown names compile because fields are unknown until run time,
 			// so an unknown function would otherwise fail on every record.
-			if id.Value != modFunc {
+			if id, ok := n.Callee.(*ast.IdentifierNode); ok && id.Value != modFunc {
 				walkErr = &ExprError{What: what, Expr: src,
 					Msg: fmt.Sprintf("unknown function %s", id.Value)}
 				walkErr.Line, walkErr.Column = lineCol(src, id.Location().From)
@@ -189,19 +164,12 @@ func compile(what, src string, want wantKind) (*Expr, error) {
 	if walkErr != nil {
 		return nil, walkErr
 	}
-	for _, id := range idents {
-		if callees[id] {
-			continue
-		}
-		if need, ok := reservedNeeds[id.Value]; ok {
-			e.needs |= need
-		} else {
-			// Any other name is a field (or a let variable, which is harmless
-			// to treat as one: it only costs a lookup).
-			e.needs |= needFields
-			e.fields = addName(e.fields, id.Value)
-		}
+	c := &compiler{}
+	root, err := c.compile(prog.Node())
+	if err != nil {
+		return nil, &ExprError{What: what, Expr: src, Msg: err.Error()}
 	}
+	e.root, e.needs, e.fields = root, c.needs, c.fields
 	return e, nil
 }
 
@@ -244,8 +212,11 @@ func lineCol(src string, from int) (line, col int) {
 	return line, col
 }
 
-// String returns the expression's source.
-func (e *Expr) String() string { return e.src }
+// modFunc stands for the % operator while expr checks an expression: its
+// checker accepts % on integers only, and a field read from JSON may be 4.0
+// (% takes whole numbers as integers; see ops.go). compile turns it back
+// into weir's own %.
+const modFunc = "$mod"
 
 // modPatcher rewrites a % b as $mod(a, b); see modFunc.
 type modPatcher struct{}
@@ -261,60 +232,5 @@ func (modPatcher) Visit(node *ast.Node) {
 	})
 }
 
-func mod(args ...any) (any, error) {
-	a, aInt, err := number(args[0])
-	if err != nil {
-		return nil, err
-	}
-	b, bInt, err := number(args[1])
-	if err != nil {
-		return nil, err
-	}
-	if aInt && bInt {
-		x, y := int(a), int(b)
-		if y == 0 {
-			return nil, errors.New("integer modulo by zero")
-		}
-		return x % y, nil
-	}
-	if b == 0 {
-		return nil, errors.New("modulo by zero")
-	}
-	return math.Mod(a, b), nil
-}
-
-// number returns v as a float64 and whether it is a whole number that fits an int.
-func number(v any) (float64, bool, error) {
-	var f float64
-	switch n := v.(type) {
-	case int:
-		return float64(n), true, nil
-	case int64:
-		return float64(n), true, nil
-	case int32:
-		return float64(n), true, nil
-	case float64:
-		f = n
-	case float32:
-		f = float64(n)
-	default:
-		return 0, false, fmt.Errorf("invalid operation: %% on %T", v)
-	}
-	whole := f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64
-	return f, whole, nil
-}
-
-func firstLine(err error) string {
-	s := err.Error()
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
-}
-
-func describe(v any) string {
-	if v == nil {
-		return "null"
-	}
-	return fmt.Sprintf("%T %v", v, v)
-}
+// String returns the expression's source.
+func (e *Expr) String() string { return e.src }

@@ -2,7 +2,6 @@ package transform
 
 import (
 	"fmt"
-	"reflect"
 	"regexp"
 
 	"github.com/weir-etl/weir/checkpoint"
@@ -56,51 +55,50 @@ func NewFlatMap(cfg FlatMapConfig) (*FlatMap, error) {
 	return &FlatMap{explode: x, as: p}, nil
 }
 
-// Process appends one record per element of the exploded array.
+// Process appends one record per element of the exploded array. An object
+// element is written out as it was read; the parent's other fields are
+// copied byte for byte into each output of a non-object element.
 func (f *FlatMap) Process(in *record.Record, out []record.Record) ([]record.Record, error) {
+	e := getEnv()
+	defer putEnv(e)
+	o := &e.obj
 	// The parent's fields are needed for non-object elements even when the
-	// expression does not read them; decoding once here serves both.
-	fields, err := in.Fields()
-	if err != nil {
+	// expression does not read them; indexing once here serves both.
+	if err := in.Index(o); err != nil {
 		return out, fmt.Errorf("transform: flat_map: %w", err)
 	}
-	e := getEnv()
-	v, err := e.value(f.explode, in, fields)
-	putEnv(e)
+	v, err := f.explode.eval(e.frameFor(in, o))
 	if err != nil {
 		return out, err
 	}
-	var elems []any
-	switch t := v.(type) {
-	case nil:
+	switch v.Kind() {
+	case record.Null:
 		return out, nil
-	case []any:
-		elems = t
+	case record.Array:
 	default:
-		rv := reflect.ValueOf(v)
-		if rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
-			return out, fmt.Errorf("transform: flat_map explode: expression %q gave %s, not an array", f.explode.src, kindOf(v))
-		}
-		elems = make([]any, rv.Len())
-		for i := range elems {
-			elems[i] = rv.Index(i).Interface()
-		}
+		return out, fmt.Errorf("transform: flat_map explode: expression %q gave %s, not an array", f.explode.src, kindOf(v))
 	}
+	var elems []record.Value
+	v.Elems(func(_ int, el record.Value) bool { elems = append(elems, el); return true })
+	base := in.Bytes()
 	for _, el := range elems {
-		var m map[string]any
-		if obj, ok := el.(map[string]any); ok {
-			m = record.CopyFields(obj)
+		var b []byte
+		if el.Kind() == record.Object {
+			b = el.AppendJSON(nil)
 		} else {
-			m = record.CopyFields(fields)
-			if err := f.as.set(m, record.CopyValue(el)); err != nil {
+			if err := o.Reset(base); err != nil {
+				return out, fmt.Errorf("transform: flat_map: %w", err)
+			}
+			if err := f.as.set(o, own(el)); err != nil {
 				return out, err
 			}
+			b = o.AppendJSON(make([]byte, 0, len(base)+16))
 		}
 		// Each output copies the parent's metadata; its own fields make its
 		// value, and the runtime attaches its reference.
 		c := *in
 		c.Ack = checkpoint.AckRef{}
-		c.SetFields(m)
+		c.Replace(b, true)
 		out = append(out, c)
 	}
 	return out, nil

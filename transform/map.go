@@ -28,12 +28,13 @@ type MapConfig struct {
 	Delete []string
 }
 
-// Map changes a record's fields ("map").
+// Map changes a record's fields ("map"). Only the fields it is told to
+// change are written anew; every other member of the value is copied byte
+// for byte, in its place (see record.Obj).
 type Map struct {
 	set    []mapSet
 	rename []mapRename
 	delete []path
-	needs  needs
 }
 
 type mapSet struct {
@@ -46,7 +47,7 @@ type mapRename struct{ from, to path }
 // NewMap compiles cfg. Fields are dotted paths; the set expressions may give
 // any type.
 func NewMap(cfg MapConfig) (*Map, error) {
-	m := &Map{needs: needFields}
+	m := &Map{}
 	for _, a := range cfg.Set {
 		p, err := parsePath(a.Field)
 		if err != nil {
@@ -57,7 +58,6 @@ func NewMap(cfg MapConfig) (*Map, error) {
 			return nil, err
 		}
 		m.set = append(m.set, mapSet{p, x})
-		m.needs |= x.needs
 	}
 	targets := make(map[string]string)
 	for _, r := range cfg.Rename {
@@ -90,37 +90,37 @@ func NewMap(cfg MapConfig) (*Map, error) {
 
 // Process applies the map to in and appends it to out. A record whose value is
 // not a JSON object, or whose expression fails, is an error and in is left
-// partly changed; the runtime rejects it.
+// as it was; the runtime rejects it.
 func (m *Map) Process(in *record.Record, out []record.Record) ([]record.Record, error) {
-	fields, err := in.Fields()
-	if err != nil {
+	e := getEnv()
+	defer putEnv(e)
+	o := &e.obj
+	if err := in.Index(o); err != nil {
 		return out, fmt.Errorf("transform: map: %w", err)
 	}
-	in.MarkChanged()
-	if len(m.set) > 0 {
-		e := getEnv()
-		defer putEnv(e)
-		for _, s := range m.set {
-			v, err := e.value(s.x, in, fields)
-			if err != nil {
-				return out, err
-			}
-			// A container from the record itself (set copy: user) must not
-			// be shared by two fields: changing one would change both.
-			if err := s.field.set(fields, record.CopyValue(v)); err != nil {
-				return out, err
-			}
+	f := e.frameFor(in, o)
+	for _, s := range m.set {
+		v, err := s.x.eval(f)
+		if err != nil {
+			return out, err
+		}
+		// A value the expression built, or an object of the record that it
+		// changed, must not be shared by two fields: changing one would
+		// change both.
+		if err := s.field.set(o, own(v)); err != nil {
+			return out, err
 		}
 	}
 	for _, r := range m.rename {
-		if v, ok := r.from.remove(fields); ok {
-			if err := r.to.set(fields, v); err != nil {
-				return out, err
-			}
+		if err := rename(o, r.from, r.to); err != nil {
+			return out, err
 		}
 	}
 	for _, p := range m.delete {
-		p.remove(fields)
+		p.remove(o)
+	}
+	if o.Changed() {
+		in.Replace(o.AppendJSON(make([]byte, 0, len(in.Bytes())+32)), true)
 	}
 	return appendPassed(out, in), nil
 }

@@ -109,8 +109,8 @@ func TestFilterOnMetadataDoesNotDecode(t *testing.T) {
 	if err != nil || len(out) != 1 {
 		t.Fatalf("out=%d err=%v", len(out), err)
 	}
-	if in.Decoded() {
-		t.Fatal("filter on key decoded the value")
+	if in.JSONChecked() {
+		t.Fatal("filter on key read the value")
 	}
 	if _, err := mustFilter(t, `id == 1`).Process(rec(`{"id":1}`), nil); err != nil {
 		t.Fatal(err)
@@ -147,7 +147,7 @@ func TestReservedNames(t *testing.T) {
 
 func TestFilterRecordErrors(t *testing.T) {
 	cases := []struct{ cond, value, want string }{
-		{`id`, `{"id":3}`, `gave float64 3, not a bool`},
+		{`id`, `{"id":3}`, `gave int 3, not a bool`},
 		{`flag`, `{}`, `gave null, not a bool`},
 		{`id > 1`, `not json`, `not JSON`},
 		{`id > 1`, `[1,2]`, `not a JSON object`},
@@ -192,25 +192,42 @@ func TestCompileErrors(t *testing.T) {
 func TestModulo(t *testing.T) {
 	cases := []struct {
 		src  string
-		want any
+		want string
 	}{
-		{`7 % 3`, 1},
-		{`x % 3`, 1},   // x is 7.0 after JSON decoding
-		{`y % 2`, 1.5}, // y is 5.5
-		{`x % 2.5`, 2.0},
+		{`7 % 3`, `1`},
+		{`x % 3`, `1`},   // x is 7.0: whole numbers take part as integers
+		{`y % 2`, `1.5`}, // y is 5.5
+		{`x % 2.5`, `2`},
+		{`-7 % 3`, `-1`},
+		{`big % 1000`, `807`},
 	}
 	for _, c := range cases {
-		x, err := Compile("test", c.src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e := getEnv()
-		got, err := e.value(x, rec(`{}`), map[string]any{"x": 7.0, "y": 5.5})
-		putEnv(e)
+		got, err := evalOn(t, c.src, `{"x":7.0,"y":5.5,"big":9223372036854775807}`)
 		if err != nil || got != c.want {
-			t.Errorf("%s = %v (%T), %v; want %v", c.src, got, got, err, c.want)
+			t.Errorf("%s = %s, %v; want %s", c.src, got, err, c.want)
 		}
 	}
+}
+
+// evalOn evaluates src as a map's set expression on a record holding value,
+// and returns the result as JSON.
+func evalOn(t *testing.T, src, value string) (string, error) {
+	t.Helper()
+	x, err := Compile("test", src)
+	if err != nil {
+		t.Fatalf("%s: %v", src, err)
+	}
+	e := getEnv()
+	defer putEnv(e)
+	r := rec(value)
+	if err := r.Index(&e.obj); err != nil {
+		return "", err
+	}
+	v, err := x.eval(e.frameFor(r, &e.obj))
+	if err != nil {
+		return "", err
+	}
+	return string(v.AppendJSON(nil)), nil
 }
 
 func TestMap(t *testing.T) {
@@ -355,14 +372,14 @@ func TestFlatMapOutputsShareNothing(t *testing.T) {
 	if err != nil || len(out) != 2 {
 		t.Fatalf("out=%d err=%v", len(out), err)
 	}
-	f0, _ := out[0].Fields()
-	f0["user"].(map[string]any)["n"] = 99.0
-	out[0].MarkChanged()
+	m, _ := NewMap(MapConfig{Set: []Assignment{{"user.n", "99"}}})
+	if _, err := m.Process(&out[0], nil); err != nil {
+		t.Fatal(err)
+	}
 	if got := fieldsOf(t, &out[1])["user"]; !reflect.DeepEqual(got, map[string]any{"n": 1.0}) {
 		t.Fatalf("changing output 0 changed output 1: %v", got)
 	}
-	pf, _ := in.Fields()
-	if !reflect.DeepEqual(pf["user"], map[string]any{"n": 1.0}) {
+	if pf := fieldsOf(t, in); !reflect.DeepEqual(pf["user"], map[string]any{"n": 1.0}) {
 		t.Fatalf("changing output 0 changed the parent: %v", pf["user"])
 	}
 }
@@ -485,23 +502,18 @@ func TestConcurrentUse(t *testing.T) {
 	wg.Wait()
 }
 
-// Guarantee: a condition decodes only the fields it names. The record stays
-// undecoded, and a value whose other fields would be slow to decode (or that
-// hold what encoding/json turns into replacement characters) is not decoded
-// past them.
-func TestFilterDecodesOnlyNamedFields(t *testing.T) {
-	in := rec(`{"blob":{"a":[1,2,{"b":"` + strings.Repeat("x", 500) + `"}]},"id":4,"s":"\ud800"}`)
+// Guarantee: a condition reads only the fields it names, and passes the
+// record on as it was: a string that encoding/json would turn into a
+// replacement character, and a big number, are still there byte for byte.
+func TestFilterPassesBytesThrough(t *testing.T) {
+	v := `{"blob":{"a":[1,2,{"b":"` + strings.Repeat("x", 500) + `"}]},"id":4,"s":"\ud800","n":12345678901234567891}`
+	in := rec(v)
 	out, err := mustFilter(t, `id % 2 == 0`).Process(in, nil)
 	if err != nil || len(out) != 1 {
 		t.Fatalf("out=%d err=%v", len(out), err)
 	}
-	if in.Decoded() || out[0].Decoded() {
-		t.Fatal("a filter on one field decoded the whole value")
-	}
-	// A map downstream still sees every field.
-	f, err := out[0].Fields()
-	if err != nil || len(f) != 3 || f["s"] != "\ufffd" {
-		t.Fatalf("Fields after the filter = %v, %v", f, err)
+	if b, _ := out[0].Value(); string(b) != v {
+		t.Fatalf("the filter changed the value:\n%s\n%s", b, v)
 	}
 }
 
@@ -518,8 +530,8 @@ func TestModuloOnMetadataDoesNotDecode(t *testing.T) {
 		in.Key = []byte("k")
 		in.Origin.Offset = 8
 		out, err := f.Process(in, nil)
-		if err != nil || len(out) != 1 || in.Decoded() {
-			t.Errorf("%s: kept %d, err %v, decoded %v", cond, len(out), err, in.Decoded())
+		if err != nil || len(out) != 1 || in.JSONChecked() {
+			t.Errorf("%s: kept %d, err %v, read the value %v", cond, len(out), err, in.JSONChecked())
 		}
 	}
 	x, err := CompileCondition("test", `id % 2 == 0 && user.age > n && key != ""`)
@@ -532,7 +544,8 @@ func TestModuloOnMetadataDoesNotDecode(t *testing.T) {
 }
 
 // Guarantee: % keeps its documented behaviour on numbers read by the lookup
-// path: whole JSON numbers (1e3, -0, 4.0) are integers, others floats.
+// path: whole JSON numbers (1e3, -0, 4.0) are integers, others floats, and
+// integers are exact (9007199254740993 is odd, as written).
 func TestModuloOnLookedUpNumbers(t *testing.T) {
 	cases := []struct {
 		value, cond string
@@ -543,8 +556,9 @@ func TestModuloOnLookedUpNumbers(t *testing.T) {
 		{`{"id":-0}`, `id % 2 == 0`},
 		{`{"id":-7}`, `id % 3 == -1`},
 		{`{"id":5.5}`, `id % 2 == 1.5`},
-		{`{"id":9007199254740993}`, `id % 2 == 0`}, // rounds to 2^53 as a float64
-		{`{"id":12345678901234567890}`, `id % 2 == 1.0 || id % 2 == 0.0`},
+		{`{"id":9007199254740993}`, `id % 2 == 1`}, // a float64 would round it to 2^53
+		{`{"id":9223372036854775807}`, `id % 10 == 7`},
+		{`{"id":12345678901234567890}`, `string(id) == "12345678901234567890" && id > 9223372036854775807 && id != 12345678901234567890.0`},
 		{`{"id":7}`, `string(id % 3) == "1"`}, // an int, not 1.0
 	}
 	for _, c := range cases {
@@ -591,42 +605,50 @@ var lookupValues = []string{
 }
 
 // Guarantee: a condition gives the same result (or the same error) whether
-// it reads fields through the lookup path or from the fully decoded value.
-func TestConditionsSameOnLookupAndDecodedValue(t *testing.T) {
+// it reads fields through the lookup path (filter, route) or from the
+// indexed object (map, flat_map).
+func TestConditionsSameOnLookupAndObject(t *testing.T) {
 	for _, cond := range lookupConditions {
 		x, err := Compile("test", cond)
 		if err != nil {
 			t.Fatalf("%s: %v", cond, err)
 		}
-		x.cond = true // evaluate it as a condition would be, any result allowed
 		for _, v := range lookupValues {
-			fresh := rec(v)
 			e := getEnv()
-			gotLookup, errLookup := evalLookup(e, x, fresh)
-			decoded := rec(v)
-			fields, errDecode := decoded.Fields()
-			var gotFull any
-			if errDecode == nil {
-				gotFull, errDecode = e.run(x, fields)
+			gotLookup, errLookup := evalLookup(e, x, rec(v))
+			var gotObj string
+			r := rec(v)
+			errObj := r.Index(&e.obj)
+			if errObj == nil {
+				var res record.Value
+				if res, errObj = x.eval(e.frameFor(r, &e.obj)); errObj == nil {
+					gotObj = string(res.AppendJSON(nil))
+				}
 			} else {
-				errDecode = fmt.Errorf("transform: %w", errDecode)
+				errObj = fmt.Errorf("transform: %w", errObj)
 			}
 			putEnv(e)
-			if fmt.Sprint(errLookup) != fmt.Sprint(errDecode) || !reflect.DeepEqual(gotLookup, gotFull) {
-				t.Errorf("%s on %s:\nlookup  %#v, %v\ndecoded %#v, %v", cond, v, gotLookup, errLookup, gotFull, errDecode)
+			if fmt.Sprint(errLookup) != fmt.Sprint(errObj) || gotLookup != gotObj {
+				t.Errorf("%s on %s:\nlookup %s, %v\nobject %s, %v", cond, v, gotLookup, errLookup, gotObj, errObj)
 			}
 		}
 	}
 }
 
-// evalLookup evaluates x as decide does, returning its result.
-func evalLookup(e *env, x *Expr, r *record.Record) (any, error) {
-	clear(e.m)
-	if err := r.LookupFields(x.fields, e.m); err != nil {
-		return nil, fmt.Errorf("transform: %w", err)
+// evalLookup evaluates x as decide does, returning its result as JSON.
+func evalLookup(e *env, x *Expr, r *record.Record) (string, error) {
+	f := e.frameFor(r, nil)
+	vals := make([]record.Value, len(x.fields))
+	found := make([]bool, len(x.fields))
+	if err := r.Lookup(x.fields, vals, found); err != nil {
+		return "", fmt.Errorf("transform: %w", err)
 	}
-	e.addReserved(r, x.needs, true)
-	return e.run(x, e.m)
+	f.names, f.vals, f.found = x.fields, vals, found
+	v, err := x.eval(f)
+	if err != nil {
+		return "", err
+	}
+	return string(v.AppendJSON(nil)), nil
 }
 
 // Guarantee: the metadata values an env keeps from one record to the next
@@ -664,6 +686,7 @@ func TestEnvReusesNothingStale(t *testing.T) {
 		fields, _ := json.Marshal(map[string]any{"want": want})
 		in.SetValue(fields)
 		kept, err := e.decide(in, f.conds[:], f.cond.fields, f.cond.needs, nil)
+		e.f = frame{}
 		if err != nil || len(kept) != 1 {
 			t.Errorf("record %+v: kept %v, err %v", c, kept, err)
 		}
@@ -691,5 +714,16 @@ func TestMapStoresMetadataByValue(t *testing.T) {
 		if got["o"].(map[string]any)["offset"] != float64(i) || got["h"].(map[string]any)["n"] != string(rune('0'+i)) {
 			t.Errorf("output %d: %v", i, got)
 		}
+	}
+}
+
+// Guarantee: metadata whose name has a dot (what the dead_letter format sets)
+// is read by index.
+func TestMetaWithDots(t *testing.T) {
+	in := rec(`{}`)
+	in.Meta = []record.Meta{{Key: "dead_letter.name", Value: "warehouse"}}
+	out, err := mustFilter(t, `meta["dead_letter.name"] == "warehouse" && meta.absent == ""`).Process(in, nil)
+	if err != nil || len(out) != 1 {
+		t.Fatalf("kept %d, %v", len(out), err)
 	}
 }

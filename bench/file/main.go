@@ -1,8 +1,8 @@
 // Command file benchmarks weir end to end with the real binary: NDJSON files
 // → filter(id % 2 == 0) → one or two file sinks, with the sinks'
-// acknowledgements on and off, and reports input records/s, MB/s, CPU
-// seconds (user+sys of the weir process) and peak RSS, as medians of several
-// runs. Every run starts from an empty state and output directory, persists
+// acknowledgements on and off, and NDJSON files → map (rename one field) →
+// a file sink, and reports input records/s, MB/s, CPU seconds (user+sys of
+// the weir process) and peak RSS, as medians of several runs. Every run starts from an empty state and output directory, persists
 // its positions and fsyncs its output, as a real run does.
 //
 //	go run ./bench/file                          # 2M records, 3 runs of each case
@@ -46,18 +46,28 @@ sources:
     mode: once
     data_dir: %[2]s/state
 transforms:
-  even:
-    type: filter
-    inputs: [in]
-    condition: 'id %% 2 == 0'
+%[4]s
 sinks:
 %[3]s
 metrics: { address: "off" }
 `
 
+// The transforms compared: a filter that keeps every other record, and a map
+// that renames one field of every record (which must copy the others byte
+// for byte).
+const filterYAML = `  t:
+    type: filter
+    inputs: [in]
+    condition: 'id % 2 == 0'`
+
+const mapYAML = `  t:
+    type: map
+    inputs: [in]
+    rename: { tag: label }`
+
 const sinkYAML = `  out_%[1]s:
     type: file
-    inputs: [even]
+    inputs: [t]
     path: %[2]s/out/%[1]s
     template: part
     acknowledgements: %[3]t
@@ -67,6 +77,7 @@ type bcase struct {
 	name  string
 	sinks int
 	acks  bool
+	isMap bool // map instead of filter
 }
 
 type sample struct {
@@ -97,12 +108,15 @@ func main() {
 	}
 	in := filepath.Join(dir, "input")
 	inBytes := generate(in, *records, *files)
-	fmt.Printf("input: %d records, %d files, %.1f MB (%.0f bytes a record); filter keeps %d\n",
+	fmt.Printf("input: %d records, %d files, %.1f MB (%.0f bytes a record); filter keeps %d, map all\n",
 		*records, *files, float64(inBytes)/1e6, float64(inBytes)/float64(*records), (*records+1)/2)
 
-	cases := []bcase{{"1 sink, acks on", 1, true}, {"1 sink, acks off", 1, false}, {"2 sinks, acks on", 2, true}, {"2 sinks, acks off", 2, false}}
+	cases := []bcase{
+		{"1 sink, acks on", 1, true, false}, {"map, 1 sink, acks on", 1, true, true},
+		{"1 sink, acks off", 1, false, false}, {"2 sinks, acks on", 2, true, false}, {"2 sinks, acks off", 2, false, false},
+	}
 	med := map[string]sample{}
-	fmt.Printf("\n%-18s %12s %8s %8s %9s %9s\n", "case", "records/s", "MB/s", "wall s", "CPU s", "RSS MB")
+	fmt.Printf("\n%-22s %12s %8s %8s %9s %9s\n", "case", "records/s", "MB/s", "wall s", "CPU s", "RSS MB")
 	for _, c := range cases {
 		if !strings.Contains(c.name, *only) {
 			continue
@@ -119,8 +133,14 @@ func main() {
 		m := median(ss)
 		med[c.name] = m
 		sec := m.wall.Seconds()
-		fmt.Printf("%-18s %12.0f %8.1f %8.2f %9.2f %9.1f   (runs: %s)\n", c.name, float64(*records)/sec, float64(inBytes)/1e6/sec,
+		fmt.Printf("%-22s %12.0f %8.1f %8.2f %9.2f %9.1f   (runs: %s)\n", c.name, float64(*records)/sec, float64(inBytes)/1e6/sec,
 			sec, m.cpu.Seconds(), m.rssMB, walls(ss))
+	}
+	if f, ok1 := med["1 sink, acks on"]; ok1 {
+		if m, ok2 := med["map, 1 sink, acks on"]; ok2 {
+			fmt.Printf("map/filter: throughput ratio %.3f, CPU ratio %.3f (the map writes twice the records)\n",
+				f.wall.Seconds()/m.wall.Seconds(), m.cpu.Seconds()/f.cpu.Seconds())
+		}
 	}
 	for _, n := range []int{1, 2} {
 		on, ok1 := med[fmt.Sprintf("%d sink%s, acks on", n, plural(n))]
@@ -211,7 +231,11 @@ func runCase(bin, dir, in string, c bcase, prof string) sample {
 		fmt.Fprintf(&sinks, sinkYAML, string(rune('a'+i)), run, c.acks)
 	}
 	cfgPath := filepath.Join(dir, "weir.yaml")
-	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, config, in, run, sinks.String()), 0o644); err != nil {
+	tr := filterYAML
+	if c.isMap {
+		tr = mapYAML
+	}
+	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, config, in, run, sinks.String(), tr), 0o644); err != nil {
 		log.Fatal(err)
 	}
 	args := []string{"run", "-c", cfgPath}
@@ -229,6 +253,9 @@ func runCase(bin, dir, in string, c bcase, prof string) sample {
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	want := (*records + 1) / 2
+	if c.isMap {
+		want = *records
+	}
 	for i := range c.sinks {
 		if got := countLines(filepath.Join(run, "out", string(rune('a'+i)))); got != want {
 			log.Fatalf("%s: sink %c holds %d records, want %d", c.name, 'a'+i, got, want)

@@ -36,7 +36,8 @@ func (k *memKeeper) Open(ctx context.Context) error { return nil }
 
 func (k *memKeeper) Write(ctx context.Context, recs []record.Record) error {
 	for i := range recs {
-		v, err := recs[i].Value()
+		err := recs[i].CheckJSON()
+		v, _ := recs[i].Value()
 		if err != nil {
 			return &connector.RejectError{Index: i, Err: err}
 		}

@@ -221,7 +221,8 @@ func (s *brokenSink) Open(ctx context.Context) error {
 func (s *brokenSink) Write(ctx context.Context, recs []record.Record) error {
 	rejected := -1
 	for i := range recs {
-		v, err := recs[i].Value()
+		err := recs[i].CheckJSON()
+		v, _ := recs[i].Value()
 		if err != nil {
 			switch s.mode {
 			case "reject-after-writing-the-rest":

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 )
@@ -19,7 +18,8 @@ type Config struct {
 	// (2006-01-02), {{.Year}}, {{.Month}}, {{.Day}}, {{.Hour}} (UTC, when the
 	// record is written) and {{field "name"}} (a field's value).
 	Template string `yaml:"template"`
-	// Format is ndjson or parquet.
+	// Format is ndjson (each value must be one JSON value, written as one
+	// line), lines (each value as it is, one a line, JSON or not) or parquet.
 	Format string `yaml:"format"`
 	// Compression is none, gzip or zstd. For parquet it is the column codec.
 	Compression string `yaml:"compression"`
@@ -32,9 +32,12 @@ type Config struct {
 	MaxAge     time.Duration `yaml:"max_age"`
 	// BufferBytes is the write buffer of each open chunk.
 	BufferBytes int `yaml:"buffer_bytes"`
-	// Schema gives parquet column types by field name: string, int64, double,
-	// bool or json (any value, stored as a JSON string). Without it each chunk
-	// takes its schema from its first record.
+	// Schema gives parquet column types by field name: string, binary, bool,
+	// int32, int64, double, decimal(P,S), timestamp(UNIT[, UTC|local]), date,
+	// json (any value, stored as its JSON text), list<T> or
+	// struct<name: T, ...>. A record that does not fit is rejected, naming
+	// the column. Without it each chunk infers its schema from its records
+	// (see docs/file-connectors.md).
 	Schema map[string]string `yaml:"schema"`
 }
 
@@ -60,8 +63,6 @@ func NewConfig() *Config {
 	}
 }
 
-var schemaTypes = []string{"string", "int64", "double", "bool", "json"}
-
 // Validate reports the first invalid option, naming it and saying how to fix it.
 func (c *Config) Validate() error {
 	if c.Path == "" {
@@ -71,9 +72,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	switch c.Format {
-	case "ndjson", "parquet":
+	case "ndjson", "lines", "parquet":
 	default:
-		return fmt.Errorf("sink/file: format %q is unknown: use ndjson or parquet", c.Format)
+		return fmt.Errorf("sink/file: format %q is unknown: use ndjson, lines or parquet", c.Format)
 	}
 	switch c.Compression {
 	case "none", "gzip", "zstd":
@@ -96,8 +97,8 @@ func (c *Config) Validate() error {
 		return errors.New("sink/file: schema is for format parquet only: remove it or set format: parquet")
 	}
 	for f, t := range c.Schema {
-		if !slices.Contains(schemaTypes, t) {
-			return fmt.Errorf("sink/file: schema field %q has type %q: use one of %s", f, t, strings.Join(schemaTypes, ", "))
+		if _, err := parseType(t); err != nil {
+			return fmt.Errorf("sink/file: schema field %q has type %q: %v", f, t, err)
 		}
 	}
 	return nil
@@ -107,13 +108,17 @@ func (c *Config) ext() string {
 	if c.Format == "parquet" {
 		return ".parquet"
 	}
+	ext := ".ndjson"
+	if c.Format == "lines" {
+		ext = ".txt"
+	}
 	switch c.Compression {
 	case "gzip":
-		return ".ndjson.gz"
+		return ext + ".gz"
 	case "zstd":
-		return ".ndjson.zst"
+		return ext + ".zst"
 	}
-	return ".ndjson"
+	return ext
 }
 
 // validateTemplatePath rejects templates that could escape the output directory.

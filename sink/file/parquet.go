@@ -1,164 +1,329 @@
 package file
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
-	"slices"
+	"math/big"
+	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/weir-etl/weir/record"
 )
 
-type colKind uint8
-
-const (
-	colString colKind = iota
-	colInt64
-	colDouble
-	colBool
-	colJSON
-)
-
-var colKinds = map[string]colKind{"string": colString, "int64": colInt64, "double": colDouble, "bool": colBool, "json": colJSON}
-
-type pqCol struct {
-	name string
-	kind colKind
-}
-
-// pqSchema is a flat schema of optional columns, sorted by name as parquet-go
-// orders a group's fields, so a column's index is its position here.
+// pqSchema is the schema of one parquet chunk: top-level columns sorted by
+// name, as parquet-go orders a group's fields.
 type pqSchema struct {
-	cols   []pqCol
+	cols   []pqField
 	index  map[string]int
+	leaves int
 	schema *parquet.Schema
 }
 
-func newPQSchema(cols []pqCol) *pqSchema {
-	slices.SortFunc(cols, func(a, b pqCol) int {
-		switch {
-		case a.name < b.name:
-			return -1
-		case a.name > b.name:
-			return 1
-		}
-		return 0
-	})
+func newPQSchema(cols []pqField) *pqSchema {
+	sortFields(cols)
 	g := parquet.Group{}
 	idx := make(map[string]int, len(cols))
+	next := 0
 	for i, c := range cols {
-		var n parquet.Node
-		switch c.kind {
-		case colInt64:
-			n = parquet.Int(64)
-		case colDouble:
-			n = parquet.Leaf(parquet.DoubleType)
-		case colBool:
-			n = parquet.Leaf(parquet.BooleanType)
-		default:
-			n = parquet.String()
-		}
-		g[c.name] = parquet.Optional(n)
+		g[c.name] = c.t.node(&next)
 		idx[c.name] = i
 	}
-	return &pqSchema{cols: cols, index: idx, schema: parquet.NewSchema("record", g)}
+	return &pqSchema{cols: cols, index: idx, leaves: next, schema: parquet.NewSchema("record", g)}
 }
 
+// schemaFromConfig builds the declared schema; Validate has parsed it.
 func schemaFromConfig(m map[string]string) *pqSchema {
-	cols := make([]pqCol, 0, len(m))
-	for name, t := range m {
-		cols = append(cols, pqCol{name, colKinds[t]})
+	cols := make([]pqField, 0, len(m))
+	for name, s := range m {
+		t, _ := parseType(s)
+		cols = append(cols, pqField{name, t})
 	}
 	return newPQSchema(cols)
 }
 
-// inferSchema takes a schema from one record's fields: strings, numbers as
-// double, booleans, and anything else (objects, arrays, null) as a JSON string.
-func inferSchema(fields map[string]any) *pqSchema {
-	cols := make([]pqCol, 0, len(fields))
-	for name, v := range fields {
-		cols = append(cols, pqCol{name, kindOf(v)})
-	}
-	return newPQSchema(cols)
+// colError is a record that does not fit a column.
+type colError struct {
+	col string
+	msg string
 }
 
-func kindOf(v any) colKind {
-	switch v.(type) {
-	case string:
-		return colString
-	case bool:
-		return colBool
-	case float64:
-		// A JSON number is a double even when this one is integral: inferring
-		// int64 from 89 would start a new chunk at the next 39.9. Integer
-		// columns are declared in schema.
-		return colDouble
-	case int64, int:
-		return colInt64
-	}
-	return colJSON
+func (e *colError) Error() string { return fmt.Sprintf("column %s: %s", e.col, e.msg) }
+
+// pqRow builds one row's values, leaf by leaf.
+type pqRow struct {
+	leaves [][]parquet.Value
 }
 
-func isInt(f float64) bool { return f == math.Trunc(f) && math.Abs(f) < 1<<53 }
-
-// fit returns why fields cannot be stored in the schema, or nil.
-func (s *pqSchema) fit(fields map[string]any) error {
-	for name, v := range fields {
-		i, ok := s.index[name]
-		if !ok {
-			return fmt.Errorf("field %q is not in the parquet schema", name)
+// row converts the record object o to a row of s, or returns the column
+// it does not fit.
+func (s *pqSchema) row(o *record.Obj, b *pqRow) (parquet.Row, error) {
+	if len(b.leaves) < s.leaves {
+		b.leaves = make([][]parquet.Value, s.leaves)
+	}
+	for i := range b.leaves[:s.leaves] {
+		b.leaves[i] = b.leaves[i][:0]
+	}
+	var err error
+	o.Range(func(name string, v record.Value) bool {
+		if _, ok := s.index[name]; !ok {
+			err = &colError{name, "the field is not in the parquet schema: add it to schema or remove it with a map"}
+			return false
 		}
-		if v == nil {
-			continue
-		}
-		if !accepts(s.cols[i].kind, v) {
-			return fmt.Errorf("field %q holds %T, the parquet schema says %s", name, v, kindName(s.cols[i].kind))
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range s.cols {
+		v, ok := o.Get(c.name)
+		if err := b.emit(c.t, c.name, v, ok, 0, 0, 0); err != nil {
+			return nil, err
 		}
 	}
+	var row parquet.Row
+	for i, vs := range b.leaves[:s.leaves] {
+		for _, v := range vs {
+			row = append(row, v.Level(v.RepetitionLevel(), v.DefinitionLevel(), i))
+		}
+	}
+	return row, nil
+}
+
+// emit appends the values of v, of type t at column path col, to the leaf
+// columns below t. rep and def are the levels of v's position; reps is the
+// number of repeated nodes above t.
+func (b *pqRow) emit(t *pqType, col string, v record.Value, present bool, rep, def, reps int) error {
+	if !present || v.IsNull() {
+		for i := t.leafLo; i < t.leaf; i++ {
+			b.leaves[i] = append(b.leaves[i], parquet.NullValue().Level(rep, def, i))
+		}
+		return nil
+	}
+	switch t.kind {
+	case pqStruct:
+		if v.Kind() != record.Object {
+			return &colError{col, fmt.Sprintf("holds %s, the schema says %s", kindName(v), t)}
+		}
+		for _, f := range t.fields {
+			fv, ok := v.Get(f.name)
+			if err := b.emit(f.t, col+"."+f.name, fv, ok, rep, def+1, reps); err != nil {
+				return err
+			}
+		}
+		var extra string
+		v.Range(func(name string, _ record.Value) bool {
+			for _, f := range t.fields {
+				if f.name == name {
+					return true
+				}
+			}
+			extra = name
+			return false
+		})
+		if extra != "" {
+			return &colError{col + "." + extra, "the field is not in the struct: add it to the schema"}
+		}
+		return nil
+	case pqList:
+		if v.Kind() != record.Array {
+			return &colError{col, fmt.Sprintf("holds %s, the schema says %s", kindName(v), t)}
+		}
+		if v.Len() == 0 {
+			for i := t.leafLo; i < t.leaf; i++ {
+				b.leaves[i] = append(b.leaves[i], parquet.NullValue().Level(rep, def+1, i))
+			}
+			return nil
+		}
+		var err error
+		v.Elems(func(i int, e record.Value) bool {
+			r := rep
+			if i > 0 {
+				r = reps + 1
+			}
+			err = b.emit(t.elem, fmt.Sprintf("%s[%d]", col, i), e, true, r, def+2, reps+1)
+			return err == nil
+		})
+		return err
+	}
+	pv, err := b.leaf(t, col, v)
+	if err != nil {
+		return err
+	}
+	b.leaves[t.leafLo] = append(b.leaves[t.leafLo], pv.Level(rep, def+1, t.leafLo))
 	return nil
 }
 
-func accepts(k colKind, v any) bool {
-	switch k {
-	case colString:
-		_, ok := v.(string)
-		return ok
-	case colBool:
-		_, ok := v.(bool)
-		return ok
-	case colInt64:
-		switch x := v.(type) {
-		case float64:
-			return isInt(x)
-		case int64, int:
-			return true
-		}
-		return false
-	case colDouble:
-		switch v.(type) {
-		case float64, int64, int:
-			return true
-		}
-		return false
+func kindName(v record.Value) string {
+	switch v.Kind() {
+	case record.Int, record.Float, record.Number:
+		return "a number"
+	case record.Object:
+		return "an object"
+	case record.Array:
+		return "an array"
 	}
-	return true
+	return "a " + v.Kind().String()
 }
 
-func kindName(k colKind) string {
-	for n, kk := range colKinds {
-		if kk == k {
-			return n
+// leaf converts a scalar exactly, or says why it cannot be.
+func (b *pqRow) leaf(t *pqType, col string, v record.Value) (parquet.Value, error) {
+	bad := func(format string, a ...any) (parquet.Value, error) {
+		return parquet.Value{}, &colError{col, fmt.Sprintf(format, a...)}
+	}
+	isNum := v.Kind() == record.Int || v.Kind() == record.Float || v.Kind() == record.Number
+	switch t.kind {
+	case pqJSON:
+		return parquet.ByteArrayValue(v.AppendJSON(nil)), nil
+	case pqString, pqBinary:
+		if v.Kind() != record.String {
+			return bad("holds %s, the schema says %s", kindName(v), t)
+		}
+		s := v.Text()
+		if t.kind == pqString && !utf8.ValidString(s) {
+			return bad("the string holds bytes that are not UTF-8, which a string column cannot: declare the column binary")
+		}
+		return parquet.ByteArrayValue([]byte(s)), nil
+	case pqBool:
+		if v.Kind() != record.Bool {
+			return bad("holds %s, the schema says bool", kindName(v))
+		}
+		return parquet.BooleanValue(v.Bool()), nil
+	case pqInt32, pqInt64:
+		if !isNum {
+			return bad("holds %s, the schema says %s", kindName(v), t)
+		}
+		i, err := v.Int()
+		if err != nil {
+			return bad("%s is not an integer that %s holds", v.Literal(), t)
+		}
+		if t.kind == pqInt32 {
+			if i < math.MinInt32 || i > math.MaxInt32 {
+				return bad("%s is out of the int32 range", v.Literal())
+			}
+			return parquet.Int32Value(int32(i)), nil
+		}
+		return parquet.Int64Value(i), nil
+	case pqDouble:
+		if !isNum {
+			return bad("holds %s, the schema says double", kindName(v))
+		}
+		f, err := v.Float()
+		if err != nil {
+			return bad("%s has no exact double: declare the column decimal(P,S) or string", v.Literal())
+		}
+		return parquet.DoubleValue(f), nil
+	case pqDecimal:
+		if !isNum {
+			return bad("holds %s, the schema says %s", kindName(v), t)
+		}
+		u, err := unscaled(v.Literal(), t.prec, t.scale)
+		if err != nil {
+			return bad("%s does not fit %s: %v", v.Literal(), t, err)
+		}
+		if t.prec <= 18 {
+			return parquet.Int64Value(u.Int64()), nil
+		}
+		return parquet.FixedLenByteArrayValue(twos16(u)), nil
+	case pqTimestamp:
+		n, err := timestampValue(v, t)
+		if err != nil {
+			return bad("%v", err)
+		}
+		return parquet.Int64Value(n), nil
+	case pqDate:
+		if v.Kind() != record.String {
+			return bad("holds %s, the schema says date (a string such as 2026-02-01)", kindName(v))
+		}
+		d, err := time.Parse(time.DateOnly, v.Text())
+		if err != nil {
+			return bad("%q is not a date such as 2026-02-01", v.Text())
+		}
+		return parquet.Int32Value(int32(d.Unix() / 86400)), nil
+	}
+	return bad("unsupported type %s", t)
+}
+
+// unscaled returns the decimal literal lit times 10^scale, which must be an
+// integer of at most prec digits.
+func unscaled(lit string, prec, scale int) (*big.Int, error) {
+	r, ok := new(big.Rat).SetString(lit)
+	if !ok {
+		return nil, fmt.Errorf("not a number")
+	}
+	r.Mul(r, new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)))
+	if !r.IsInt() {
+		return nil, fmt.Errorf("more than %d digits after the point", scale)
+	}
+	u := r.Num()
+	if len(strings.TrimPrefix(u.String(), "-")) > prec {
+		return nil, fmt.Errorf("more than %d digits", prec)
+	}
+	return u, nil
+}
+
+// twos16 is u as 16 bytes of big-endian two's complement.
+func twos16(u *big.Int) []byte {
+	out := make([]byte, 16)
+	if u.Sign() >= 0 {
+		return u.FillBytes(out)
+	}
+	// -x = 2^128 - x
+	m := new(big.Int).Lsh(big.NewInt(1), 128)
+	return m.Add(m, u).FillBytes(out)
+}
+
+var unitDiv = map[string]int64{"ms": 1e6, "us": 1e3, "ns": 1}
+
+// timestampValue converts an RFC 3339 string (or an integer, a count of the
+// column's unit since 1970) to the column's unit, exactly.
+func timestampValue(v record.Value, t *pqType) (int64, error) {
+	switch v.Kind() {
+	case record.Int, record.Number:
+		i, err := v.Int()
+		if err != nil {
+			return 0, fmt.Errorf("%s is not an integer count of %s", v.Literal(), t.unit)
+		}
+		return i, nil
+	case record.String:
+	default:
+		return 0, fmt.Errorf("holds %s, the schema says %s (an RFC 3339 string)", kindName(v), t)
+	}
+	s := v.Text()
+	var ts time.Time
+	var err error
+	if t.local {
+		ts, err = time.Parse("2006-01-02T15:04:05.999999999", s)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a wall-clock time such as 2026-02-01T19:27:17 (no zone: the column is local)", s)
+		}
+	} else {
+		ts, err = time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not an RFC 3339 time such as 2026-02-01T19:27:17Z", s)
 		}
 	}
-	return "?"
+	div := unitDiv[t.unit]
+	sec, nsec := ts.Unix(), int64(ts.Nanosecond())
+	if nsec%div != 0 {
+		return 0, fmt.Errorf("%q is more precise than the column's unit (%s): declare timestamp(ns) or round it", s, t.unit)
+	}
+	per := int64(1e9) / div
+	if sec > math.MaxInt64/per || sec < math.MinInt64/per {
+		return 0, fmt.Errorf("%q is out of the range of timestamp(%s)", s, t.unit)
+	}
+	return sec*per + nsec/div, nil
 }
 
 // pqWriter writes records as rows of one parquet file.
 type pqWriter struct {
 	s   *pqSchema
-	w   *parquet.Writer
-	row parquet.Row
+	w   *parquet.GenericWriter[any]
+	buf pqRow
+	obj record.Obj
 }
 
 func newPQWriter(out io.Writer, s *pqSchema, compression string) *pqWriter {
@@ -169,64 +334,20 @@ func newPQWriter(out io.Writer, s *pqSchema, compression string) *pqWriter {
 	case "zstd":
 		opts = append(opts, parquet.Compression(&parquet.Zstd))
 	}
-	return &pqWriter{s: s, w: parquet.NewWriter(out, opts...)}
+	return &pqWriter{s: s, w: parquet.NewGenericWriter[any](out, opts...)}
 }
 
-// write adds one row; fields must fit the schema.
-func (p *pqWriter) write(fields map[string]any) error {
-	row := p.row[:0]
-	for i, c := range p.s.cols {
-		v, ok := fields[c.name]
-		if !ok || v == nil {
-			row = append(row, parquet.NullValue().Level(0, 0, i))
-			continue
-		}
-		var pv parquet.Value
-		switch c.kind {
-		case colString:
-			pv = parquet.ByteArrayValue([]byte(v.(string)))
-		case colBool:
-			pv = parquet.BooleanValue(v.(bool))
-		case colInt64:
-			pv = parquet.Int64Value(toInt(v))
-		case colDouble:
-			pv = parquet.DoubleValue(toFloat(v))
-		default:
-			b, err := json.Marshal(v)
-			if err != nil {
-				return fmt.Errorf("field %q: %w", c.name, err)
-			}
-			pv = parquet.ByteArrayValue(b)
-		}
-		row = append(row, pv.Level(0, 1, i))
+// convert checks that the object value fits the schema and returns its row.
+func (p *pqWriter) convert(value []byte) (parquet.Row, error) {
+	if err := p.obj.Reset(value); err != nil {
+		return nil, err
 	}
-	p.row = row
+	return p.s.row(&p.obj, &p.buf)
+}
+
+func (p *pqWriter) write(row parquet.Row) error {
 	_, err := p.w.WriteRows([]parquet.Row{row})
 	return err
-}
-
-func toInt(v any) int64 {
-	switch x := v.(type) {
-	case float64:
-		return int64(x)
-	case int64:
-		return x
-	case int:
-		return int64(x)
-	}
-	return 0
-}
-
-func toFloat(v any) float64 {
-	switch x := v.(type) {
-	case float64:
-		return x
-	case int64:
-		return float64(x)
-	case int:
-		return float64(x)
-	}
-	return 0
 }
 
 func (p *pqWriter) close() error { return p.w.Close() }

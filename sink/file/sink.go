@@ -91,6 +91,7 @@ type chunk struct {
 	zs              *zstd.Encoder
 	w               io.Writer // where ndjson goes: bw or the compressor
 	pq              *pqWriter
+	inf             *inferChunk // parquet without a declared schema: the records so far
 	records         int
 	bytes           int64
 	opened          time.Time
@@ -156,9 +157,11 @@ func (s *Sink) mkdir(dir string) error {
 	return nil
 }
 
-// Write appends records to their chunks. A record that cannot be encoded (not
-// JSON for parquet, a line break in an NDJSON value, a field the template or
-// the configured schema cannot take) is a *connector.RejectError.
+// Write appends records to their chunks. A record the format cannot hold
+// (not one JSON value for ndjson, not a JSON object for parquet, a line
+// break in a line, a field the template or the configured schema cannot
+// take) is a *connector.RejectError: the sink never writes a file that is
+// not what its format says.
 func (s *Sink) Write(ctx context.Context, recs []record.Record) error {
 	now := s.now().UTC()
 	var c *chunk // the open chunk for s.key, or nil for a new one
@@ -225,14 +228,12 @@ func (s *Sink) write(c *chunk, r *record.Record, now time.Time) (*chunk, error) 
 	if s.cfg.Format == "parquet" {
 		return s.writeParquet(c, r, now)
 	}
-	v, err := r.Value()
-	if err != nil {
-		return c, &rejectErr{fmt.Errorf("sink/file: %w", err)}
-	}
-	if bytes.IndexByte(v, '\n') >= 0 {
-		return c, reject("value contains a line break, which NDJSON cannot hold")
+	v := r.Bytes()
+	if err := s.checkLine(r, v); err != nil {
+		return c, err
 	}
 	if c == nil {
+		var err error
 		if c, err = s.newChunk(now, nil); err != nil {
 			return nil, err
 		}
@@ -240,12 +241,29 @@ func (s *Sink) write(c *chunk, r *record.Record, now time.Time) (*chunk, error) 
 	if err := c.writeLine(v); err != nil {
 		return c, fmt.Errorf("sink/file: writing %s: %w", c.tmp, err)
 	}
-	// The group keeps the record until the flush, for its reference; a map
-	// a transform decoded need not stay alive with it.
-	r.DropFields()
 	c.records++
 	c.bytes += int64(len(v)) + 1
 	return c, nil
+}
+
+// checkLine returns why v cannot be one line of the sink's format: a line
+// break (reading the file back would give two records), a carriage return
+// at the end (readers drop it), or, for ndjson, a value that is not one JSON
+// value. JSON is checked once per record: a condition or map that already
+// read the value as JSON has checked it.
+func (s *Sink) checkLine(r *record.Record, v []byte) error {
+	if bytes.IndexByte(v, '\n') >= 0 {
+		return reject("the value holds a line break, which a line of %s cannot: it would read back as two records", s.cfg.Format)
+	}
+	if len(v) > 0 && v[len(v)-1] == '\r' {
+		return reject("the value ends with a carriage return, which readers of %s drop as part of the line ending", s.cfg.Format)
+	}
+	if s.cfg.Format == "ndjson" {
+		if err := r.CheckJSON(); err != nil {
+			return reject("the value is not one JSON value, which NDJSON requires (%v): fix the producer, or write it with format: lines", err)
+		}
+	}
+	return nil
 }
 
 var newline = []byte{'\n'}
@@ -266,40 +284,49 @@ func (c *chunk) writeLine(v []byte) error {
 }
 
 func (s *Sink) writeParquet(c *chunk, r *record.Record, now time.Time) (*chunk, error) {
-	fields, err := r.Fields()
-	if err != nil {
-		return c, &rejectErr{fmt.Errorf("sink/file: parquet needs a JSON object: %w", err)}
-	}
-	if c != nil {
-		if err := c.pq.s.fit(fields); err != nil {
-			if s.fixed != nil {
-				return c, &rejectErr{fmt.Errorf("sink/file: %w: add it to schema or fix the record", err)}
-			}
-			// An inferred schema follows the data: a record that does not fit
-			// starts a new chunk with its own schema.
-			if err := s.seal(c); err != nil {
+	v := r.Bytes()
+	if s.fixed != nil {
+		// A declared schema: each record is checked and written at once.
+		if c == nil {
+			var err error
+			if c, err = s.newChunk(now, s.fixed); err != nil {
 				return nil, err
 			}
-			c = nil
+		}
+		row, err := c.pq.convert(v)
+		if err != nil {
+			return c, &rejectErr{fmt.Errorf("sink/file: parquet: %w", err)}
+		}
+		if err := c.pq.write(row); err != nil {
+			return c, fmt.Errorf("sink/file: writing %s: %w", c.tmp, err)
+		}
+	} else {
+		// An inferred schema: the chunk's records are written when it is
+		// sealed, under the schema all of them fit.
+		if c != nil {
+			ok, err := c.inf.add(v)
+			if err != nil {
+				return c, &rejectErr{fmt.Errorf("sink/file: parquet needs a JSON object: %w", err)}
+			}
+			if !ok {
+				if err := s.seal(c); err != nil {
+					return nil, err
+				}
+				c = nil
+			}
+		}
+		if c == nil {
+			inf := newInferChunk()
+			if _, err := inf.add(v); err != nil {
+				return nil, &rejectErr{fmt.Errorf("sink/file: parquet needs a JSON object: %w", err)}
+			}
+			var err error
+			if c, err = s.newChunk(now, nil); err != nil {
+				return nil, err
+			}
+			c.inf = inf
 		}
 	}
-	if c == nil {
-		sch := s.fixed
-		if sch == nil {
-			sch = inferSchema(fields)
-		} else if err := sch.fit(fields); err != nil {
-			return c, &rejectErr{fmt.Errorf("sink/file: %w: add it to schema or fix the record", err)}
-		}
-		if c, err = s.newChunk(now, sch); err != nil {
-			return nil, err
-		}
-	}
-	if err := c.pq.write(fields); err != nil {
-		return c, fmt.Errorf("sink/file: writing %s: %w", c.tmp, err)
-	}
-	// The group keeps the record until the flush; the decoded map need not
-	// stay with it (a rewrite after an Abort decodes the value again).
-	r.DropFields()
 	c.records++
 	c.bytes += int64(r.Size())
 	return c, nil
@@ -332,6 +359,8 @@ func (s *Sink) newChunk(now time.Time, sch *pqSchema) (*chunk, error) {
 	switch {
 	case sch != nil:
 		c.pq = newPQWriter(c.bw, sch, s.cfg.Compression)
+	case s.cfg.Format == "parquet":
+		// The writer is made when the chunk is sealed (see writeParquet).
 	case s.cfg.Compression == "gzip":
 		if n := len(s.gzFree); n > 0 {
 			c.gz, s.gzFree = s.gzFree[n-1], s.gzFree[:n-1]
@@ -370,6 +399,8 @@ func (s *Sink) seal(c *chunk) error {
 	s.sealed = append(s.sealed, c)
 	var err error
 	switch {
+	case c.inf != nil:
+		err = writeInferred(c, s.cfg.Compression)
 	case c.pq != nil:
 		err = c.pq.close()
 	case c.gz != nil:
@@ -393,6 +424,25 @@ func (s *Sink) seal(c *chunk) error {
 		return fmt.Errorf("sink/file: completing %s: %w", c.tmp, err)
 	}
 	return nil
+}
+
+// writeInferred writes an inferred parquet chunk's records under the schema
+// they all fit.
+func writeInferred(c *chunk, compression string) error {
+	sch := c.inf.schema()
+	c.pq = newPQWriter(c.bw, sch, compression)
+	for _, v := range c.inf.pending {
+		row, err := c.pq.convert(v)
+		if err != nil {
+			// The schema was inferred from these very records.
+			panic(fmt.Sprintf("sink/file: a record does not fit the schema inferred from it: %v", err))
+		}
+		if err := c.pq.write(row); err != nil {
+			return err
+		}
+	}
+	c.inf = nil
+	return c.pq.close()
 }
 
 // Flush makes the group durable and visible: it seals every open chunk,

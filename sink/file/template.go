@@ -30,8 +30,9 @@ const (
 )
 
 type segment struct {
-	kind segKind
-	text string // literal text or field name
+	kind  segKind
+	text  string   // literal text or field name
+	names []string // the field name, as record.Lookup takes it
 }
 
 func parseTemplate(s string) (pathTemplate, error) {
@@ -40,11 +41,11 @@ func parseTemplate(s string) (pathTemplate, error) {
 	for rest != "" {
 		i := strings.Index(rest, "{{")
 		if i < 0 {
-			t.segs = append(t.segs, segment{segLit, rest})
+			t.segs = append(t.segs, segment{kind: segLit, text: rest})
 			break
 		}
 		if i > 0 {
-			t.segs = append(t.segs, segment{segLit, rest[:i]})
+			t.segs = append(t.segs, segment{kind: segLit, text: rest[:i]})
 		}
 		j := strings.Index(rest[i:], "}}")
 		if j < 0 {
@@ -69,7 +70,7 @@ func parseTemplate(s string) (pathTemplate, error) {
 			if !ok || err != nil || name == "" {
 				return t, fmt.Errorf("sink/file: template %q: unknown placeholder {{%s}}: use {{.Date}}, {{.Year}}, {{.Month}}, {{.Day}}, {{.Hour}} or {{field \"name\"}}", s, inner)
 			}
-			t.segs = append(t.segs, segment{segField, name})
+			t.segs = append(t.segs, segment{segField, name, []string{name}})
 			t.hasFields = true
 		}
 	}
@@ -90,7 +91,6 @@ func parseTemplate(s string) (pathTemplate, error) {
 // render appends the template's path for r written at now (UTC) to dst. r may
 // be nil when the template has no fields.
 func (t *pathTemplate) render(dst []byte, now time.Time, r *record.Record) ([]byte, error) {
-	var fields map[string]any
 	for _, sg := range t.segs {
 		switch sg.kind {
 		case segLit:
@@ -106,34 +106,30 @@ func (t *pathTemplate) render(dst []byte, now time.Time, r *record.Record) ([]by
 		case segHour:
 			dst = now.AppendFormat(dst, "15")
 		case segField:
-			if fields == nil {
-				var err error
-				if fields, err = r.Fields(); err != nil {
-					return dst, fmt.Errorf("template needs field %q: %w", sg.text, err)
-				}
+			var v [1]record.Value
+			var found [1]bool
+			if err := r.Lookup(sg.names, v[:], found[:]); err != nil {
+				return dst, fmt.Errorf("template needs field %q: %w", sg.text, err)
 			}
-			dst = appendPathValue(dst, fields[sg.text])
+			dst = appendPathValue(dst, v[0])
 		}
 	}
 	return dst, nil
 }
 
-// appendPathValue appends a field value as one path element. A missing, null,
-// empty or non-scalar value becomes "_", and separators become "_", so that a
-// value can never leave its directory level.
-func appendPathValue(dst []byte, v any) []byte {
+// appendPathValue appends a field value as one path element: a string's
+// text, a number's literal as written, a bool. A missing, null, empty or
+// non-scalar value becomes "_", and separators become "_", so that a value
+// can never leave its directory level.
+func appendPathValue(dst []byte, v record.Value) []byte {
 	var s string
-	switch x := v.(type) {
-	case string:
-		s = x
-	case float64:
-		return strconv.AppendFloat(dst, x, 'f', -1, 64)
-	case int64:
-		return strconv.AppendInt(dst, x, 10)
-	case int:
-		return strconv.AppendInt(dst, int64(x), 10)
-	case bool:
-		return strconv.AppendBool(dst, x)
+	switch v.Kind() {
+	case record.String:
+		s = v.Text()
+	case record.Int, record.Float, record.Number:
+		s = v.Literal()
+	case record.Bool:
+		return strconv.AppendBool(dst, v.Bool())
 	}
 	if s == "" || s == "." || s == ".." {
 		return append(dst, '_')

@@ -268,7 +268,6 @@ func (s *Sink) Write(ctx context.Context, recs []record.Record) error {
 		}
 		g.buf = buf
 		g.added(len(buf), r.Origin)
-		r.DropFields()
 		if g.rows() > s.cfg.MaxGroupRecords || int64(len(g.buf)) > s.cfg.MaxGroupBytes {
 			return s.wrap("write", fmt.Errorf("the group holds %d rows in %d bytes, beyond max_group_records (%d) or max_group_bytes (%d): lower the sink's batch.max_records or batch.max_bytes, or raise these",
 				g.rows(), len(g.buf), s.cfg.MaxGroupRecords, s.cfg.MaxGroupBytes))

@@ -12,8 +12,9 @@ import (
 type Config struct {
 	// Paths are file paths or globs (filepath.Match syntax: *, ?, [..]; no **).
 	Paths []string `yaml:"paths"`
-	// Format is ndjson (one JSON value a line), lines (each line as raw bytes)
-	// or csv (a header line, then one record a line with fields named by it).
+	// Format is ndjson (one JSON value a line), lines (each line as raw bytes),
+	// csv (a header line, then one record a line with fields named by it) or
+	// dead_letter (a file a dead letter sink wrote: each record as it failed).
 	Format string `yaml:"format"`
 	// Mode is once (read every matched file to its end, then finish) or tail
 	// (follow appends and new files until stopped).
@@ -84,9 +85,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	switch c.Format {
-	case "ndjson", "lines", "csv":
+	case "ndjson", "lines", "csv", "dead_letter":
 	default:
-		return fmt.Errorf("source/file: format %q is unknown: use ndjson, lines or csv", c.Format)
+		return fmt.Errorf("source/file: format %q is unknown: use ndjson, lines, csv or dead_letter", c.Format)
 	}
 	switch c.Mode {
 	case "once", "tail":

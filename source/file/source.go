@@ -542,6 +542,22 @@ loop:
 			if len(line) == 0 {
 				continue // blank lines hold no record
 			}
+		case "dead_letter":
+			if len(line) == 0 {
+				continue
+			}
+			dl, ok, err := s.readDeadLetter(f, line, start, now)
+			if err != nil {
+				f.lr.unread(start)
+				if len(b.Records) > 0 || f.lr.pos() > f.reported {
+					break loop
+				}
+				return false, err
+			}
+			if ok {
+				b.Records = append(b.Records, dl)
+			}
+			continue
 		case "csv":
 			if len(line) == 0 {
 				continue

@@ -1,0 +1,432 @@
+package record
+
+import (
+	"slices"
+	"sort"
+	"time"
+)
+
+// Obj is a JSON object: the bytes it was read from, indexed once, and the
+// changes made to it since. Changes are kept by member name and applied when
+// the object is written out (AppendJSON):
+//
+//   - a member nobody changed is copied byte for byte, in its place;
+//   - a member that was set is written in the place of the last member of
+//     that name (earlier duplicates are dropped, since they no longer hold
+//     the value), or after the members read, in the order of the changes,
+//     if there was none;
+//   - a deleted member, and every duplicate of it, is left out;
+//   - a renamed member keeps its place under its new name.
+//
+// So an object that was not changed is written out as it was read, and one
+// that was changed differs only in the members that changed. Between members
+// the output has no whitespace; inside a member copied as read, the
+// original's is kept.
+//
+// An Obj is not safe for concurrent use.
+type Obj struct {
+	raw     []byte   // the object as read; nil for an object built from nothing
+	members []member // raw's top-level members, in order
+	edits   []edit   // changes, in the order first made
+	mbuf    [16]member
+	ebuf    [4]edit
+}
+
+// edit is the change of one member name.
+type edit struct {
+	name  string
+	val   Value
+	del   bool  // the member is deleted (val unused)
+	at    int32 // index in members whose place the value takes; -1: its own name's, else appended
+	moved bool  // at was set by a rename
+}
+
+// NewObj returns an empty object.
+func NewObj() *Obj { return &Obj{} }
+
+// ParseObj indexes b, which must be a JSON object. The Obj shares b, which
+// must not change afterwards.
+func ParseObj(b []byte) (*Obj, error) {
+	o := &Obj{}
+	if err := o.Reset(b); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// Reset makes o the object b, unchanged, reusing o's storage. On error, or
+// for a nil b, o is empty.
+func (o *Obj) Reset(b []byte) error {
+	clear(o.edits)
+	o.edits = o.edits[:0]
+	if b == nil {
+		o.raw, o.members = nil, o.members[:0]
+		return nil
+	}
+	if o.members == nil {
+		o.members = o.mbuf[:0]
+	}
+	var err error
+	o.members, err = indexObject(b, o.members[:0])
+	if err != nil {
+		o.raw, o.members = nil, o.members[:0]
+		return err
+	}
+	o.raw = b
+	return nil
+}
+
+// clone returns a copy of o that can be changed independently. Nested
+// objects that were changed are cloned too.
+func (o *Obj) clone() *Obj {
+	c := &Obj{raw: o.raw}
+	c.members = append(c.mbuf[:0], o.members...)
+	c.edits = append(c.ebuf[:0], o.edits...)
+	for i := range c.edits {
+		if n, ok := c.edits[i].val.x.(*Obj); ok {
+			c.edits[i].val.x = n.clone()
+		}
+	}
+	return c
+}
+
+// Changed reports whether o differs from the bytes it was read from.
+func (o *Obj) Changed() bool { return len(o.edits) > 0 || o.raw == nil }
+
+func (o *Obj) findEdit(name string) int {
+	for i := range o.edits {
+		if o.edits[i].name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// lastMember returns the index of the last member named name, or -1.
+func (o *Obj) lastMember(name string) int {
+	for i := len(o.members) - 1; i >= 0; i-- {
+		if o.members[i].is(o.raw, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// Get returns the member name (the last of duplicates), and whether there
+// is one.
+func (o *Obj) Get(name string) (Value, bool) {
+	if i := o.findEdit(name); i >= 0 {
+		e := &o.edits[i]
+		return e.val, !e.del
+	}
+	if i := o.lastMember(name); i >= 0 {
+		m := &o.members[i]
+		return RawValue(o.raw[m.vs:m.ve]), true
+	}
+	return Value{}, false
+}
+
+// Set sets the member name to v. A Value holding an *Obj keeps it: changing
+// that Obj later changes o.
+func (o *Obj) Set(name string, v Value) {
+	if i := o.findEdit(name); i >= 0 {
+		e := &o.edits[i]
+		e.val, e.del = v, false
+		return
+	}
+	if o.edits == nil {
+		o.edits = o.ebuf[:0]
+	}
+	o.edits = append(o.edits, edit{name: name, val: v, at: -1})
+}
+
+// Delete removes the member name and returns its value, if it had one.
+func (o *Obj) Delete(name string) (Value, bool) {
+	v, ok := o.Get(name)
+	if !ok {
+		return Value{}, false
+	}
+	if i := o.findEdit(name); i >= 0 {
+		o.edits[i] = edit{name: name, del: true, at: -1}
+		return v, true
+	}
+	if o.edits == nil {
+		o.edits = o.ebuf[:0]
+	}
+	o.edits = append(o.edits, edit{name: name, del: true, at: -1})
+	return v, true
+}
+
+// Rename moves the member from to the name to, in from's place, replacing
+// any member already called to. It reports whether from existed.
+func (o *Obj) Rename(from, to string) bool {
+	if from == to {
+		_, ok := o.Get(from)
+		return ok
+	}
+	fi := o.findEdit(from)
+	if fi >= 0 && !o.edits[fi].del && o.edits[fi].at < 0 && o.lastMember(from) < 0 {
+		// from was added, not read: rename the change itself, which keeps
+		// its place among the added members.
+		v := o.edits[fi].val
+		if ti := o.findEdit(to); ti >= 0 {
+			o.edits = slices.Delete(o.edits, ti, ti+1)
+			if ti < fi {
+				fi--
+			}
+		}
+		o.edits[fi] = edit{name: to, val: v, at: -1}
+		if o.lastMember(to) >= 0 {
+			// A member called to was read: its place is lost, it is
+			// replaced where from was added.
+			o.edits[fi].at = -2
+		}
+		return true
+	}
+	v, ok := o.Get(from)
+	if !ok {
+		return false
+	}
+	at := o.place(from)
+	o.Delete(from)
+	o.Set(to, v)
+	e := &o.edits[o.findEdit(to)]
+	e.at, e.moved = at, true
+	return true
+}
+
+// place returns the index of the member whose place the member name takes
+// when written: its edit's, or its own last one's.
+func (o *Obj) place(name string) int32 {
+	if i := o.findEdit(name); i >= 0 && o.edits[i].at >= 0 {
+		return o.edits[i].at
+	}
+	return int32(o.lastMember(name))
+}
+
+// Range calls fn with each member as written out, in order, until it
+// returns false.
+func (o *Obj) Range(fn func(name string, v Value) bool) {
+	o.write(true, func(name string, _ []byte, m *member, v *Value) bool {
+		if m != nil {
+			return fn(decodeKey(o.raw[m.ks:m.ke]), RawValue(o.raw[m.vs:m.ve]))
+		}
+		return fn(name, *v)
+	})
+}
+
+// AppendJSON appends o as JSON to dst.
+func (o *Obj) AppendJSON(dst []byte) []byte {
+	if !o.Changed() {
+		return append(dst, o.raw...)
+	}
+	// The same walk as write, without a callback: this is every map's
+	// output.
+	var posBuf [8]int32
+	pos := o.places(posBuf[:0])
+	dst = append(dst, '{')
+	first := true
+	sep := func() {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+	}
+	for i := range o.members {
+		m := &o.members[i]
+		for k, p := range pos {
+			if p == int32(i) {
+				e := &o.edits[k]
+				sep()
+				if !e.moved && m.is(o.raw, e.name) {
+					dst = append(dst, o.raw[m.ks:m.ke]...)
+				} else {
+					dst = AppendString(dst, e.name)
+				}
+				dst = append(dst, ':')
+				dst = e.val.AppendJSON(dst)
+			}
+		}
+		if o.dropped(i) {
+			continue
+		}
+		sep()
+		dst = append(dst, o.raw[m.ks:m.ve]...)
+	}
+	for k, p := range pos {
+		if p == -1 && !o.edits[k].del {
+			sep()
+			dst = AppendString(dst, o.edits[k].name)
+			dst = append(dst, ':')
+			dst = o.edits[k].val.AppendJSON(dst)
+		}
+	}
+	return append(dst, '}')
+}
+
+// places returns, for each edit, the index of the read member whose place
+// its value takes, or -1 for after them (and for a deletion).
+func (o *Obj) places(pos []int32) []int32 {
+	for i := range o.edits {
+		e := &o.edits[i]
+		p := int32(-1)
+		switch {
+		case e.del:
+		case e.at >= 0:
+			p = e.at
+		case e.at == -1:
+			p = int32(o.lastMember(e.name))
+		}
+		pos = append(pos, p)
+	}
+	return pos
+}
+
+// write walks o's members as they are written out. For a member copied as
+// read, m is set; otherwise name and v are, and key is the quoted name as
+// read when the member keeps its own place. With semantic, of duplicate
+// members read only the last is given, as a decoder sees them; otherwise
+// duplicates nobody changed are written as they were.
+func (o *Obj) write(semantic bool, fn func(name string, key []byte, m *member, v *Value) bool) {
+	if len(o.edits) == 0 {
+		for i := range o.members {
+			if semantic && !o.isLastOf(i) {
+				continue
+			}
+			if !fn("", nil, &o.members[i], nil) {
+				return
+			}
+		}
+		return
+	}
+	// Where each set member goes: the index of a read member, or -1 for
+	// after them.
+	var posBuf [8]int32
+	pos := o.places(posBuf[:0])
+	for i := range o.members {
+		m := &o.members[i]
+		for k := range o.edits {
+			if pos[k] == int32(i) {
+				e := &o.edits[k]
+				var key []byte
+				if !e.moved && m.is(o.raw, e.name) {
+					key = o.raw[m.ks:m.ke]
+				}
+				if !fn(e.name, key, nil, &e.val) {
+					return
+				}
+			}
+		}
+		if o.dropped(i) || semantic && !o.isLastOf(i) {
+			continue
+		}
+		if !fn("", nil, m, nil) {
+			return
+		}
+	}
+	for k := range o.edits {
+		if pos[k] == -1 && !o.edits[k].del {
+			if !fn(o.edits[k].name, nil, nil, &o.edits[k].val) {
+				return
+			}
+		}
+	}
+}
+
+// dropped reports whether read member i is not written as read: a change
+// names it.
+func (o *Obj) dropped(i int) bool {
+	m := &o.members[i]
+	for k := range o.edits {
+		if m.is(o.raw, o.edits[k].name) {
+			return true
+		}
+	}
+	return false
+}
+
+// isLastOf reports whether no member after i has i's name. Duplicates are
+// rare; the common case is settled without decoding by comparing the raw
+// keys.
+func (o *Obj) isLastOf(i int) bool {
+	m := &o.members[i]
+	key := o.raw[m.ks:m.ke]
+	for j := i + 1; j < len(o.members); j++ {
+		n := &o.members[j]
+		if !m.esc && !n.esc {
+			if string(o.raw[n.ks:n.ke]) == string(key) {
+				return false
+			}
+			continue
+		}
+		if decodeKey(o.raw[n.ks:n.ke]) == decodeKey(key) {
+			return false
+		}
+	}
+	return true
+}
+
+// AppendJSON appends v as JSON to dst.
+func (v Value) AppendJSON(dst []byte) []byte {
+	switch v.kind {
+	case Null:
+		return append(dst, "null"...)
+	case Bool:
+		if v.n != 0 {
+			return append(dst, "true"...)
+		}
+		return append(dst, "false"...)
+	case Int:
+		return appendInt(dst, int64(v.n))
+	case Float:
+		return appendFloat(dst, floatOf(v))
+	case Number:
+		return append(dst, v.s...)
+	case String:
+		if v.raw {
+			return append(dst, v.s...)
+		}
+		return AppendString(dst, v.s)
+	case Object:
+		if o := v.objView(); o != nil {
+			return o.AppendJSON(dst)
+		}
+		return append(dst, v.s...)
+	case Array:
+		e, ok := v.x.([]Value)
+		if !ok {
+			return append(dst, v.s...)
+		}
+		dst = append(dst, '[')
+		for i := range e {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = e[i].AppendJSON(dst)
+		}
+		return append(dst, ']')
+	case Time:
+		dst = append(dst, '"')
+		dst = v.Time().AppendFormat(dst, time.RFC3339Nano)
+		return append(dst, '"')
+	case Duration:
+		return AppendString(dst, v.Duration().String())
+	}
+	return append(dst, "null"...)
+}
+
+// SortedObj returns an object of the members of m, sorted by name (Go maps
+// have no order of their own).
+func SortedObj(m map[string]Value) *Obj {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	o := &Obj{}
+	o.edits = make([]edit, 0, len(names))
+	for _, k := range names {
+		o.edits = append(o.edits, edit{name: k, val: m[k], at: -1})
+	}
+	return o
+}
