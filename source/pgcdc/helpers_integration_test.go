@@ -25,7 +25,8 @@ func config(t *testing.T, db *pgcdctest.DB, tables ...string) *pgcdc.Config {
 	c := pgcdc.NewConfig()
 	c.URL = db.URL
 	c.PasswordEnv = pgcdctest.PasswordEnv
-	c.Slot = "weir_test"
+	// Slot names are the cluster's, not the database's: one per test.
+	c.Slot = db.Name
 	c.Publication = "weir_test"
 	c.CreatePublication = true
 	c.Tables = tables

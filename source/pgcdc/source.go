@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,6 +77,9 @@ func (s *Source) slotPartName() string { return "slot/" + s.cfg.Slot }
 // partitions: one per table still to be read, or the slot's.
 func (s *Source) Open(ctx context.Context, h connector.Host) error {
 	s.host, s.log = h, h.Logger()
+	if os.Getenv("PGCDC_DEBUG") != "" {
+		s.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	if err := s.open(ctx); err != nil {
 		s.release(context.WithoutCancel(ctx))
 		return err
@@ -243,6 +247,12 @@ func (s *Source) Poll(ctx context.Context, b *connector.Batch) error {
 		return ErrClosed
 	}
 	for {
+		// A snapshot chunk is read whatever ctx says (see pollSnapshot):
+		// ctx is checked between chunks, so that polling stops when the
+		// runtime asks.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		switch s.phase {
 		case phaseSnapshotRead:
 			ok, err := s.pollSnapshot(ctx, b)
@@ -268,7 +278,11 @@ func (s *Source) pollSnapshot(ctx context.Context, b *connector.Batch) (bool, er
 			continue
 		}
 		b.Reset()
-		n, err := s.snap.readChunk(ctx, t, b)
+		// The chunk's query is not interrupted when ctx is: the runtime
+		// cancels a Poll to apply a rewind, and an interrupted query
+		// closes the connection, and with it the snapshot's transaction.
+		// A chunk is bounded (snapshot_chunk_rows), so the wait is too.
+		n, err := s.snap.readChunk(context.WithoutCancel(ctx), t, b)
 		if err != nil {
 			return false, err
 		}
@@ -344,6 +358,7 @@ func (s *Source) Commit(ctx context.Context, commits []connector.Commit) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
+	s.log.Debug("pgcdc: commit", "commits", fmt.Sprint(commits))
 	var upd map[string]tableState
 	var done []*snapTable
 	s.mu.Lock()
@@ -418,6 +433,7 @@ func (s *Source) Seek(_ context.Context, p checkpoint.Partition, pos checkpoint.
 	if s.closed.Load() {
 		return ErrClosed
 	}
+	s.log.Debug("pgcdc: seek", "p", p, "pos", pos)
 	if st := s.streamP.Load(); st != nil && p == st.part {
 		st.seek(uint64(pos))
 		return nil

@@ -24,7 +24,7 @@ sources:
     type: postgres_cdc
     url: %[1]s
     password_env: WEIR_POSTGRES_PASSWORD
-    slot: weir_kill
+    slot: %[4]s
     publication: weir_kill
     create_publication: true
     tables: [kl]
@@ -183,7 +183,7 @@ func newKillScenario(t *testing.T, bin string, env []string, initial, chunk int)
 	db.Exec(`INSERT INTO kl SELECT -g, 0, 0 FROM generate_series(1, $1::int) g`, initial)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "weir.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, pipelineYAML, db.URL, dir, chunk), 0o600); err != nil {
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, pipelineYAML, db.URL, dir, chunk, db.Name), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return &killScenario{t: t, db: db, bin: bin, env: env, dir: dir, cfg: cfg, out: newOutputReader(filepath.Join(dir, "out")),
@@ -275,7 +275,7 @@ func (sc *killScenario) loop(kills int, rng *rand.Rand) {
 			if p.exited() {
 				sc.t.Fatalf("weir exited: %v\n%s", p.err, lastLines(logPath, 30))
 			}
-			return sc.db.Slot("weir_kill").Active || loggedSince(logPath, logged, "pgcdc: snapshot")
+			return sc.db.Slot(sc.db.Name).Active || loggedSince(logPath, logged, "pgcdc: snapshot")
 		})
 		if sc.w == nil {
 			// Transactions committed before the slot existed are in the
@@ -285,7 +285,7 @@ func (sc *killScenario) loop(kills int, rng *rand.Rand) {
 		time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond) // when the kill lands: the point of the test
 		p.kill(sc.t)
 		sc.kills++
-		s := sc.db.WaitInactive("weir_kill", 30*time.Second)
+		s := sc.db.WaitInactive(sc.db.Name, 30*time.Second)
 		if !s.Exists {
 			continue // killed before the slot was created
 		}
@@ -425,7 +425,7 @@ func TestKillDuringSnapshot(t *testing.T) {
 		logged := logSize(logPath)
 		p := startWeir(t, bin, sc.cfg, logPath, nil)
 		if sc.w == nil {
-			pgcdctest.Poll(t, 30*time.Second, "the slot", func() bool { return sc.db.Slot("weir_kill").Exists })
+			pgcdctest.Poll(t, 30*time.Second, "the slot", func() bool { return sc.db.Slot(sc.db.Name).Exists })
 			sc.w = startWriter(t, sc.db, rows, 2*time.Millisecond)
 		}
 		// Kill once a quarter, a half, three quarters of the rows are out.
@@ -441,7 +441,7 @@ func TestKillDuringSnapshot(t *testing.T) {
 		if loggedSince(logPath, logged, "snapshot complete") {
 			t.Fatalf("kill %d came after the snapshot completed: the test needs a slower snapshot (more rows)", kill)
 		}
-		s := sc.db.WaitInactive("weir_kill", 30*time.Second)
+		s := sc.db.WaitInactive(sc.db.Name, 30*time.Second)
 		sc.check(s.Confirmed)
 	}
 	if !loggedSince(logPath, 0, "resuming the snapshot") {
