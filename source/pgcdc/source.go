@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,9 +76,6 @@ func (s *Source) slotPartName() string { return "slot/" + s.cfg.Slot }
 // partitions: one per table still to be read, or the slot's.
 func (s *Source) Open(ctx context.Context, h connector.Host) error {
 	s.host, s.log = h, h.Logger()
-	if os.Getenv("PGCDC_DEBUG") != "" {
-		s.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
 	if err := s.open(ctx); err != nil {
 		s.release(context.WithoutCancel(ctx))
 		return err
@@ -358,7 +354,6 @@ func (s *Source) Commit(ctx context.Context, commits []connector.Commit) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	s.log.Debug("pgcdc: commit", "commits", fmt.Sprint(commits))
 	var upd map[string]tableState
 	var done []*snapTable
 	s.mu.Lock()
@@ -433,7 +428,6 @@ func (s *Source) Seek(_ context.Context, p checkpoint.Partition, pos checkpoint.
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	s.log.Debug("pgcdc: seek", "p", p, "pos", pos)
 	if st := s.streamP.Load(); st != nil && p == st.part {
 		st.seek(uint64(pos))
 		return nil
