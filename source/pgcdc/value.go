@@ -197,6 +197,9 @@ func decodeByteaHex(text []byte) ([]byte, bool) {
 func appendTimestamp(dst, text []byte, zoned bool) []byte {
 	n := len(text)
 	ok := n >= 19 && text[4] == '-' && text[7] == '-' && text[10] == ' ' && text[13] == ':' && text[16] == ':'
+	for _, i := range [...]int{0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18} {
+		ok = ok && text[i] >= '0' && text[i] <= '9'
+	}
 	if ok && n > 19 && text[19] == '.' {
 		i := 20
 		for i < n && text[i] >= '0' && text[i] <= '9' {
@@ -215,9 +218,9 @@ func appendTimestamp(dst, text []byte, zoned bool) []byte {
 	case !zoned && len(zone) == 0:
 	case zoned && string(zone) == "+00":
 		zone = []byte("Z")
-	case zoned && len(zone) == 3 && (zone[0] == '+' || zone[0] == '-'):
+	case zoned && len(zone) == 3 && (zone[0] == '+' || zone[0] == '-') && digits(zone[1:]):
 		zone = append(append([]byte{}, zone...), ":00"...)
-	case zoned && len(zone) == 6 && (zone[0] == '+' || zone[0] == '-') && zone[3] == ':':
+	case zoned && len(zone) == 6 && (zone[0] == '+' || zone[0] == '-') && zone[3] == ':' && digits(zone[1:3]) && digits(zone[4:]):
 	default:
 		return appendString(dst, text)
 	}
@@ -227,6 +230,15 @@ func appendTimestamp(dst, text []byte, zoned bool) []byte {
 	dst = append(dst, text[11:n]...)
 	dst = append(dst, zone...)
 	return append(dst, '"')
+}
+
+func digits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // appendArray appends an array literal ({1,2,3}, {{"a b",NULL},{c,d}}) as a
