@@ -343,8 +343,7 @@ func (st *stream) serve(ctx context.Context, conn *pgconn.PgConn, dec *decoder, 
 	for {
 		st.woken.Store(false)
 		if st.isStopping() {
-			st.handOff(p, *gen, false)
-			return status(true)
+			return st.finish(conn, status)
 		}
 		if st.seeking.Load() {
 			return nil
@@ -437,7 +436,7 @@ func (st *stream) serve(ctx context.Context, conn *pgconn.PgConn, dec *decoder, 
 					st.received.Store(end)
 					if len(p.records) >= st.cfg.MaxBatchRecords {
 						if !st.handOff(p, *gen, true) {
-							return nil
+							return st.leave(conn, status)
 						}
 					} else {
 						st.handOff(p, *gen, false)
@@ -447,7 +446,7 @@ func (st *stream) serve(ctx context.Context, conn *pgconn.PgConn, dec *decoder, 
 					// read, at the position before it (see the package
 					// documentation); the rest follows at its commit.
 					if !st.handOff(p, *gen, true) {
-						return nil
+						return st.leave(conn, status)
 					}
 				}
 			}
@@ -457,6 +456,30 @@ func (st *stream) serve(ctx context.Context, conn *pgconn.PgConn, dec *decoder, 
 			return errors.New("the server ended the replication stream")
 		}
 	}
+}
+
+// leave ends serve after a hand-off that a seek or a stop interrupted.
+func (st *stream) leave(conn *pgconn.PgConn, status func(bool) error) error {
+	if st.isStopping() {
+		return st.finish(conn, status)
+	}
+	return nil
+}
+
+// finish sends the committed position a last time and ends the copy
+// stream cleanly: the walsender reads its input only between sends, and one
+// that finds the connection closed while it sends exits without reading the
+// last status update. After CopyDone it stops sending and answers, having
+// read everything before it.
+func (st *stream) finish(conn *pgconn.PgConn, status func(bool) error) error {
+	if err := status(true); err != nil {
+		return err
+	}
+	_ = conn.Conn().SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := pglogrepl.SendStandbyCopyDone(context.Background(), conn); err != nil {
+		st.log.Debug("pgcdc: ending the replication stream", "err", err)
+	}
+	return nil
 }
 
 // handOff gives Poll what p holds: the complete transactions, and with
