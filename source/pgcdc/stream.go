@@ -496,10 +496,14 @@ func (st *stream) handOff(p *pending, gen uint64, wait bool) bool {
 	if n == 0 && !p.dirty {
 		return true
 	}
-	// This goroutine is the only sender: room now is room at the send.
-	if !wait && len(st.out) == cap(st.out) {
+	// This goroutine is the only sender: room now is room at the send. The
+	// flag is raised before the look, so that a Poll taking the last batch
+	// in between sees it and wakes this goroutine.
+	if !wait {
 		st.pendingWaiting.Store(true)
-		return true
+		if len(st.out) == cap(st.out) {
+			return true
+		}
 	}
 	st.pendingWaiting.Store(false)
 	var recs []record.Record
