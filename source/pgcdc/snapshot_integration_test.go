@@ -123,11 +123,11 @@ func TestSnapshotThenStream(t *testing.T) {
 	db.Exec(`BEGIN; DELETE FROM types WHERE id = 1000; INSERT INTO other VALUES ('c', 3); COMMIT`)
 	close(sink.hold)
 
-	got := r.waitRecords(40+2+8, 60*time.Second)
+	r.waitRecords(40+2+8, 60*time.Second)
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
-	got = sink.all()
+	got := sink.all()
 
 	var reads, changes []map[string]string
 	readIDs := map[string]bool{}

@@ -43,7 +43,6 @@ func stateFile(dataDir, slot string) string {
 	return filepath.Join(dataDir, "postgres_cdc-"+slot+".state")
 }
 
-func tableKey(schema, table string) string { return "table/" + schema + "." + table }
 
 // loadState reads the snapshot phase and the tables' states; ok is false when
 // the store holds nothing for the slot.
