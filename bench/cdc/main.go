@@ -69,6 +69,13 @@ const table = `CREATE TABLE orders (id int8 PRIMARY KEY, customer text NOT NULL,
 CREATE PUBLICATION bench FOR TABLE orders;`
 
 func main() {
+	// must panics; the deferred cleanup below (slots, database) runs, and
+	// then this reports the error.
+	defer func() {
+		if r := recover(); r != nil {
+			log.Fatal(r)
+		}
+	}()
 	flag.Parse()
 	base := os.Getenv("WEIR_POSTGRES_URL")
 	if base == "" {
@@ -84,17 +91,26 @@ func main() {
 	u.Path = "/" + db
 	dbURL := u.String()
 	defer func() {
-		_, _ = admin.Exec(ctx, `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database = $1 AND active_pid IS NOT NULL`, db)
-		for range 100 {
-			_, _ = admin.Exec(ctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = $1 AND NOT active`, db)
-			var left int
-			_ = admin.QueryRow(ctx, `SELECT count(*) FROM pg_replication_slots WHERE database = $1`, db).Scan(&left)
-			if left == 0 {
+		// Slots one by one: one still active (a walsender on its way out)
+		// must not keep the others.
+		for range 200 {
+			_, _ = admin.Exec(ctx, `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database = $1 AND active_pid IS NOT NULL`, db)
+			rows, err := admin.Query(ctx, `SELECT slot_name FROM pg_replication_slots WHERE database = $1`, db)
+			if err != nil {
 				break
+			}
+			left, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+			if len(left) == 0 {
+				break
+			}
+			for _, s := range left {
+				_, _ = admin.Exec(ctx, `SELECT pg_drop_replication_slot($1)`, s)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)")
+		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)"); err != nil {
+			log.Printf("dropping database %s: %v", db, err)
+		}
 	}()
 	conn := connect(ctx, dbURL)
 	must(exec1(ctx, conn, table))
@@ -133,10 +149,10 @@ func main() {
 			case "blackhole", "file":
 				d, err = weir(ctx, dbURL, slot, c)
 			default:
-				log.Fatalf("unknown case %q", c)
+				panic(fmt.Sprintf("unknown case %q", c))
 			}
 			if err != nil {
-				log.Fatalf("%s run %d: %v", c, r+1, err)
+				panic(fmt.Sprintf("%s run %d: %v", c, r+1, err))
 			}
 			rate := float64(*changes) / d.Seconds()
 			rates[c] = append(rates[c], rate)
@@ -340,7 +356,7 @@ func exec1(ctx context.Context, conn *pgx.Conn, sql string) error {
 
 func must(err error) {
 	if err != nil {
-		log.Fatal(err)
+		panic(err)
 	}
 }
 

@@ -29,7 +29,8 @@ CREATE TABLE types (
 	ia   int4[], ta text[], na numeric[], tsa timestamptz[], jba jsonb[],
 	big  text
 );
-CREATE TABLE other (k text PRIMARY KEY, v int);`
+CREATE TABLE other (k text PRIMARY KEY, v int);
+CREATE TABLE empty (id int8 PRIMARY KEY);`
 
 // typesValues are one row of every type; typesAfter is the JSON the source
 // must make of it, column for column.
@@ -101,8 +102,10 @@ func TestSnapshotThenStream(t *testing.T) {
 	}
 	db.Exec(`INSERT INTO other VALUES ('a', 1), ('b', 2)`)
 
-	cfg := config(t, db, "public.types", "other")
-	cfg.SnapshotChunkRows = 7
+	// 40 rows in chunks of 8: the last chunk is full and the one after it
+	// empty; and a table with no row at all. Both must not hold the stream.
+	cfg := config(t, db, "public.types", "other", "empty")
+	cfg.SnapshotChunkRows = 8
 	src, err := pgcdc.New("cdc", cfg)
 	if err != nil {
 		t.Fatal(err)

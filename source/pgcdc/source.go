@@ -310,14 +310,37 @@ func (s *Source) pollSnapshot(ctx context.Context, b *connector.Batch) (bool, er
 // position.
 func (s *Source) finishSnapshot(ctx context.Context) error {
 	for {
+		// A table whose last position was committed before its end was
+		// known (an empty table, or one whose last chunk was full and the
+		// next came back empty) gets no further commit: it is done here.
 		s.mu.Lock()
 		all := true
+		var upd map[string]tableState
+		var done []*snapTable
 		for _, t := range s.snap.tables {
-			if !t.done {
+			switch {
+			case t.done:
+			case t.finalSet && t.committed == t.final:
+				if upd == nil {
+					upd = map[string]tableState{}
+				}
+				upd[t.qualified] = tableState{Rows: t.final, Key: t.keys[t.final], Done: true}
+				done = append(done, t)
+			default:
 				all = false
 			}
 		}
 		s.mu.Unlock()
+		if upd != nil {
+			if err := putTables(s.store, upd); err != nil {
+				return err
+			}
+			s.mu.Lock()
+			for _, t := range done {
+				t.done = true
+			}
+			s.mu.Unlock()
+		}
 		if all {
 			break
 		}

@@ -43,7 +43,6 @@ func stateFile(dataDir, slot string) string {
 	return filepath.Join(dataDir, "postgres_cdc-"+slot+".state")
 }
 
-
 // loadState reads the snapshot phase and the tables' states; ok is false when
 // the store holds nothing for the slot.
 func loadState(st *statestore.Store, slot string) (ph snapshotState, tables map[string]tableState, ok bool, err error) {

@@ -66,16 +66,20 @@ func NewDB(t testing.TB) *DB {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		_ = db.Conn.Close(ctx)
-		// Walsenders first: an active slot cannot be dropped.
-		_, _ = admin.Exec(ctx, `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database = $1 AND active_pid IS NOT NULL`, name)
-		for range 100 {
-			_, err := admin.Exec(ctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = $1 AND NOT active`, name)
-			var left int
-			if err == nil {
-				err = admin.QueryRow(ctx, `SELECT count(*) FROM pg_replication_slots WHERE database = $1`, name).Scan(&left)
-			}
-			if err == nil && left == 0 {
+		// Slots one by one (one still active, its walsender on its way out,
+		// must not keep the others), walsenders terminated first.
+		for range 200 {
+			_, _ = admin.Exec(ctx, `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database = $1 AND active_pid IS NOT NULL`, name)
+			rows, err := admin.Query(ctx, `SELECT slot_name FROM pg_replication_slots WHERE database = $1`, name)
+			if err != nil {
 				break
+			}
+			left, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+			if len(left) == 0 {
+				break
+			}
+			for _, s := range left {
+				_, _ = admin.Exec(ctx, `SELECT pg_drop_replication_slot($1)`, s)
 			}
 			time.Sleep(50 * time.Millisecond) // the walsender is still exiting; nothing to poll for but the catalog
 		}
