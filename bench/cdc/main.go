@@ -36,6 +36,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -63,6 +64,7 @@ var (
 	runs    = flag.Int("runs", 3, "runs of each case")
 	cases   = flag.String("cases", "recvlogical,bare,blackhole,file", "comma-separated cases to run")
 	outDir  = flag.String("out", os.TempDir(), "where the file case writes")
+	cpuProf = flag.String("cpuprofile", "", "write a CPU profile of the weir runs to this file")
 )
 
 const table = `CREATE TABLE orders (id int8 PRIMARY KEY, customer text NOT NULL, amount numeric(12,2) NOT NULL, paid bool NOT NULL, at timestamptz NOT NULL);
@@ -268,6 +270,17 @@ func weir(ctx context.Context, dbURL, slot, sink string) (time.Duration, error) 
 	spec.Sinks[0].Sink = cs
 	if sl, ok := cs.Sink.(connector.Sealer); ok {
 		spec.Sinks[0].Sink = &countingSealer{countingSink: cs, sealer: sl}
+	}
+	if *cpuProf != "" {
+		f, err := os.Create(*cpuProf)
+		if err != nil {
+			return 0, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return 0, err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	start := time.Now()
 	runCtx, cancel := context.WithCancel(ctx)
