@@ -305,7 +305,7 @@ type pending struct {
 // handed over in a batch that is not full. While changes stream in, a
 // batch fills up (max_batch_records) well within it; when they trickle, it
 // is the latency a change gains. Without it every transaction became a batch
-// of its own, and the runtime's cost per batch halved the throughput.
+// of its own, and the runtime paid its cost per batch for each.
 const linger = time.Millisecond
 
 // drop forgets everything (a seek starts elsewhere).
