@@ -26,8 +26,13 @@ type Partition = checkpoint.Partition
 
 // Position is a place in a partition, in the source's own unit (a Kafka
 // offset, a byte offset). A record's Origin.Offset and a batch's End are
-// positions; every record of a batch has an offset below its End, and every
-// record of later batches an offset at or above it.
+// positions: the records of a batch have offsets in order, at or above where
+// the batch begins (the End of the batch before it, or the Assign's start),
+// and normally below its End. A record may lie at or above its batch's End
+// only when the batch must not claim it yet (a part of a transaction whose
+// position only its last part reaches); an offset below where its batch
+// begins is never allowed: the runtime stops the run, since it would skip
+// such a record on a replay as already written.
 type Position = checkpoint.Position
 
 // Batch is one poll batch: records of a single partition, in order, and the

@@ -117,10 +117,13 @@ func (s *sourceRunner) poll(pollCtx, hardCtx context.Context) {
 }
 
 // checkPositions checks that b's records carry their own positions: offsets
-// from where the batch begins, in order, below its end. Everything that
-// skips records a sink already holds relies on it (see sinkprogress.go), so
-// a source that breaks the rule stops the run at once, rather than have its
-// records skipped wrongly.
+// from where the batch begins, in order (see connector.Position). Everything
+// that skips records a sink already holds relies on it (see sinkprogress.go):
+// a record whose offset lies below where its batch begins would be skipped
+// on a replay as already written. A source that breaks the rule stops the
+// run at once. An offset at or above the batch's End is allowed: a sink's
+// progress only ever reaches a batch's End, so such a record is never
+// skipped before a later batch claims it.
 func (s *sourceRunner) checkPositions(b *connector.Batch) error {
 	start := s.starts[b.Partition]
 	if b.End < start {
@@ -130,9 +133,9 @@ func (s *sourceRunner) checkPositions(b *connector.Batch) error {
 	last := start
 	for i := range b.Records {
 		off := checkpoint.Position(b.Records[i].Origin.Offset)
-		if off < last || off >= b.End {
-			return fmt.Errorf("pipeline: source %s: partition %s: record %d of a batch has offset %d, outside the batch's positions [%d, %d) or before the record ahead of it: set each record's Origin.Offset to its own position (see connector.Position)",
-				s.spec.Name, s.names[b.Partition], i, off, start, b.End)
+		if off < last {
+			return fmt.Errorf("pipeline: source %s: partition %s: record %d of a batch has offset %d, before where the batch begins (%d) or before the record ahead of it: set each record's Origin.Offset to its own position (see connector.Position)",
+				s.spec.Name, s.names[b.Partition], i, off, start)
 		}
 		last = off
 	}

@@ -18,6 +18,7 @@ import (
 	_ "github.com/weir-etl/weir/source/file"
 	_ "github.com/weir-etl/weir/source/generate"
 	_ "github.com/weir-etl/weir/source/kafka"
+	_ "github.com/weir-etl/weir/source/pgcdc"
 )
 
 func main() { os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -1,0 +1,8 @@
+//go:build !unsafe_confirm
+
+package pgcdc
+
+// unsafeConfirmReceived is false in every normal build: see unsafe_on.go,
+// which only a build with the unsafe_confirm tag compiles, for the
+// deliberately broken confirmation the kill loop test must catch.
+const unsafeConfirmReceived = false
