@@ -181,5 +181,5 @@ func join(l []string) string { return strings.Join(l, ",") }
 
 func openStore(t *testing.T, s *Source) (*statestore.Store, error) {
 	t.Helper()
-	return statestore.Open(StatePath(s.cfg.DataDir, s.name))
+	return statestore.Open(StatePath(s.cfg.DataDir, s.name), nil)
 }

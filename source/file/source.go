@@ -129,7 +129,7 @@ func (s *Source) Open(ctx context.Context, h connector.Host) error {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	st, err := statestore.Open(StatePath(s.cfg.DataDir, s.name))
+	st, err := statestore.Open(StatePath(s.cfg.DataDir, s.name), s.log)
 	if err != nil {
 		return fmt.Errorf("source/file: %w", err)
 	}
