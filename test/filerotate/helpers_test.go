@@ -186,6 +186,9 @@ func (e *env) start() *weir {
 		if e.t.Failed() {
 			b, _ := os.ReadFile(logPath)
 			e.t.Logf("log of run %s:\n%s", filepath.Base(logPath), lastLines(b, 30))
+		} else if testing.Verbose() {
+			b, _ := os.ReadFile(logPath)
+			e.t.Logf("log of run %s:\n%s", filepath.Base(logPath), lastLines(b, 30))
 		}
 	})
 	return w

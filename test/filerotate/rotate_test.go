@@ -55,6 +55,7 @@ func TestRotatedWhileStopped(t *testing.T) {
 // SIGKILL right after a rotation: before weir noticed it, and after it began
 // reading the new file (so it knows the old one was renamed away).
 func TestKilledRightAfterRotation(t *testing.T) {
+	t.Parallel()
 	for _, noticed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("noticed=%v", noticed), func(t *testing.T) {
 			t.Parallel()
@@ -76,6 +77,7 @@ func TestKilledRightAfterRotation(t *testing.T) {
 // new lines follow. The lines appended after weir's last read are in the
 // copy only; weir finds the copy by its first bytes and reads them there.
 func TestCopyTruncate(t *testing.T) {
+	t.Parallel()
 	for _, stopped := range []bool{true, false} {
 		t.Run(fmt.Sprintf("stopped=%v", stopped), func(t *testing.T) {
 			t.Parallel()
@@ -100,6 +102,7 @@ func TestCopyTruncate(t *testing.T) {
 // A rotation that moves the file into another directory (logrotate's
 // olddir), named by the rotated glob: found there after a stop or a kill.
 func TestRotatedIntoAnotherDirectory(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()
