@@ -52,6 +52,10 @@ type lineReader struct {
 	csv     bool // quote-aware framing
 	delim   byte // the CSV delimiter
 	final   bool // the end of the file ends the last record
+	// sizeHint is the file's size when last looked at, or 0. A fresh buffer
+	// is no larger than what is left to read (at least minBuffer): a source
+	// following many small files must not hold a full buffer for each.
+	sizeHint int64
 
 	buf    []byte
 	r, w   int   // buf[r:w] is read from the file but not yet returned
@@ -222,17 +226,28 @@ func (l *lineReader) next() (line []byte, start int64, n int64, st lineStatus, e
 	}
 }
 
+// minBuffer is the smallest fresh read buffer.
+const minBuffer = 4096
+
+// freshSize is the size of a fresh buffer for reading from off.
+func (l *lineReader) freshSize(off int64) int {
+	if left := l.sizeHint - off; left >= 0 && left < int64(l.bufSize) {
+		return max(int(left)+minBuffer/2, min(minBuffer, l.bufSize))
+	}
+	return l.bufSize
+}
+
 // fill reads more of the file after buf[w], making room first.
 func (l *lineReader) fill() (int, error) {
 	pending := l.w - l.r
 	switch {
 	case l.buf == nil:
-		l.buf = make([]byte, l.bufSize)
+		l.buf = make([]byte, l.freshSize(l.off))
 	case pending == 0:
 		l.off += int64(l.w)
 		l.r, l.w = 0, 0
-		if l.shared {
-			l.buf, l.shared = make([]byte, l.bufSize), false
+		if l.shared || len(l.buf) < l.freshSize(l.off) {
+			l.buf, l.shared = make([]byte, l.freshSize(l.off)), false
 		}
 	case len(l.buf)-l.w < max(l.bufSize/8, 64):
 		// Little room left: move the unfinished record to the front, into a

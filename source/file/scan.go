@@ -252,7 +252,7 @@ func (s *Source) scan(ctx context.Context, saved map[fileKey]entry) error {
 		}
 	}
 
-	if err := s.apply(sc.change); err != nil {
+	if err := s.applyIfAny(sc.change); err != nil {
 		sc.closeOpened()
 		if opening {
 			return err
@@ -758,7 +758,7 @@ func (s *Source) letGo(ctx context.Context, fs []*file) (int, error) {
 	for _, u := range lost {
 		s.reportUnread(u)
 	}
-	if err := s.apply(stateChange{forget: forget}); err != nil {
+	if err := s.applyIfAny(stateChange{forget: forget}); err != nil {
 		// The entries stay: a restart finds the files read to their end and
 		// lets them go then.
 		s.log.Warn("source/file: could not forget the files let go", "error", err)

@@ -249,6 +249,7 @@ func (s *Source) readBatch(f *file, b *connector.Batch) (bool, error) {
 	now := time.Now()
 	size := 0
 	skip := s.cfg.OnInvalid == "skip"
+	f.lr.sizeHint = f.size
 loop:
 	for len(b.Records) < s.cfg.BatchSize && size < s.cfg.BatchBytes {
 		raw, start, n, st, err := f.lr.next()

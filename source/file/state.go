@@ -65,6 +65,16 @@ func (s *Source) apply(c stateChange) error {
 	return nil
 }
 
+// applyIfAny applies c if it changes anything. The scan time it would also
+// store may stay older: that only makes a restart read again a rotated file
+// written after it was let go.
+func (s *Source) applyIfAny(c stateChange) error {
+	if len(c.put) == 0 && len(c.forget) == 0 {
+		return nil
+	}
+	return s.apply(c)
+}
+
 // persistScanned is the scan time to store: the start of the last completed
 // scan (s.scanned), read under mu because Commit runs on another goroutine.
 func (s *Source) persistScanned() time.Time {
