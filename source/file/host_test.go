@@ -141,7 +141,20 @@ func open(t *testing.T, cfg *Config) *harness {
 // mode polls the file every millisecond until the data is there).
 func (h *harness) poll() (connector.Batch, error) {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	return h.pollWithin(10 * time.Second)
+}
+
+// pollFor polls once for at most d; a Poll that finds nothing in that time
+// returns context.DeadlineExceeded.
+func (h *harness) pollFor(d time.Duration) error {
+	h.t.Helper()
+	_, err := h.pollWithin(d)
+	return err
+}
+
+func (h *harness) pollWithin(d time.Duration) (connector.Batch, error) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var b connector.Batch
 	err := h.src.Poll(ctx, &b)

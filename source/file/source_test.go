@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -494,10 +496,11 @@ func TestSeek(t *testing.T) {
 	}
 }
 
-// The configuration decodes strictly from YAML and bad values name the option.
+// The configuration decodes strictly from YAML; Validate reports every bad
+// option at once, each as a FieldError naming it; every option is documented.
 func TestConfig(t *testing.T) {
 	c := NewConfig()
-	dec := yaml.NewDecoder(strings.NewReader("paths: [a.log]\ndata_dir: st\nmode: tail\npoll_interval: 2s\n"))
+	dec := yaml.NewDecoder(strings.NewReader("paths: [a.log]\ndata_dir: st\nmode: tail\npoll_interval: 2s\nrotated: [a.log.*]\n"))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil {
 		t.Fatal(err)
@@ -505,19 +508,33 @@ func TestConfig(t *testing.T) {
 	if err := c.Validate(); err != nil || c.PollInterval.Seconds() != 2 {
 		t.Fatalf("validate: %v, poll interval %v", err, c.PollInterval)
 	}
-	for opt, mutate := range map[string]func(*Config){
-		"paths":      func(c *Config) { c.Paths = nil },
-		"format":     func(c *Config) { c.Format = "xml" },
-		"mode":       func(c *Config) { c.Mode = "forever" },
-		"data_dir":   func(c *Config) { c.DataDir = "" },
-		"on_invalid": func(c *Config) { c.OnInvalid = "ignore" },
-		"batch_size": func(c *Config) { c.BatchSize = 0 },
-	} {
-		c := NewConfig()
-		c.Paths, c.DataDir = []string{"x"}, "d"
-		mutate(c)
-		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), opt) {
-			t.Errorf("%s: %v, want an error naming it", opt, err)
+	bad := NewConfig()
+	bad.Paths, bad.Rotated = []string{"ok", "", "[x"}, []string{"[y"}
+	bad.Format, bad.Mode, bad.OnInvalid = "xml", "forever", "ignore"
+	bad.PollInterval, bad.RotateWait, bad.BatchSize, bad.FingerprintBytes = 0, -1, 0, 0
+	bad.CSVDelimiter = "\""
+	fields, other := connector.FieldErrors(bad.Validate())
+	var got []string
+	for _, f := range fields {
+		got = append(got, f.Field)
+	}
+	want := []string{"paths[1]", "paths[2]", "rotated[0]", "format", "mode", "data_dir", "poll_interval", "rotate_wait",
+		"batch_size", "fingerprint_bytes", "on_invalid", "csv_delimiter"}
+	if !slices.Equal(got, want) || len(other) > 0 {
+		t.Fatalf("field errors %v (and %v), want %v", got, other, want)
+	}
+	csvBad := NewConfig()
+	csvBad.Paths, csvBad.DataDir, csvBad.Format, csvBad.CSVHeader = []string{"x"}, "d", "csv", false
+	if err := csvBad.Validate(); err == nil || !strings.Contains(err.Error(), "csv_columns") {
+		t.Fatalf("csv_header false without csv_columns: %v", err)
+	}
+	csvBad.CSVColumns = []string{"a", "a"}
+	if err := csvBad.Validate(); err == nil || !strings.Contains(err.Error(), "csv_columns[1]") {
+		t.Fatalf("a column named twice: %v", err)
+	}
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[Config]()) {
+		if f.Tag.Get("yaml") == "" || len(f.Tag.Get("doc")) < 20 {
+			t.Errorf("option %s lacks a yaml name or a doc tag", f.Name)
 		}
 	}
 }
