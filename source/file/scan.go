@@ -257,14 +257,26 @@ func (s *Source) scan(ctx context.Context, saved map[fileKey]entry) error {
 		if opening {
 			return err
 		}
-		// Nothing of this scan happened; the next one tries again. Commits
-		// fail the same way, and the runtime reports and bounds that.
+		// Nothing of this scan happened; the next one tries again, and the
+		// files already read go on. Say so, once a minute at most.
 		s.mu.Lock()
 		for _, w := range sc.swaps {
 			w.old.paused = true // its file now holds other bytes: wait
 		}
 		s.mu.Unlock()
+		if s.storeFailing.IsZero() {
+			s.storeFailing = sc.start
+		}
+		if sc.start.Sub(s.storeWarned) >= time.Minute {
+			s.storeWarned = sc.start
+			s.log.Warn("source/file: cannot record files in the state store; new, rotated and truncated files wait until it can (retrying every poll_interval)",
+				"error", err, "failing_since", s.storeFailing)
+		}
 		return nil
+	}
+	if !s.storeFailing.IsZero() {
+		s.log.Info("source/file: the state store records files again", "failed_for", sc.start.Sub(s.storeFailing).Round(time.Millisecond))
+		s.storeFailing, s.storeWarned = time.Time{}, time.Time{}
 	}
 	for _, u := range sc.unread {
 		s.reportUnread(u)

@@ -86,8 +86,10 @@ type Source struct {
 	scanned time.Time
 
 	// Used by the polling goroutine only.
-	lastScan time.Time // start of the last scan, for poll_interval
-	fields   []string  // CSV scratch
+	lastScan     time.Time // start of the last scan, for poll_interval
+	storeFailing time.Time // when scans began to fail to write the state store
+	storeWarned  time.Time // when that was last logged
+	fields       []string  // CSV scratch
 }
 
 type file struct {
