@@ -245,7 +245,7 @@ func (s *Source) scan(ctx context.Context, saved map[fileKey]entry) error {
 			}
 		}
 	}
-	if !prev.IsZero() && len(s.cfg.Rotated) > 0 {
+	if !prev.IsZero() && len(s.cfg.Rotated) > 0 && !unsafeIgnoreRotated {
 		if err := s.adoptUnseen(sc, prev); err != nil {
 			sc.closeOpened()
 			return err
