@@ -52,6 +52,11 @@ type lineReader struct {
 	csv     bool // quote-aware framing
 	delim   byte // the CSV delimiter
 	final   bool // the end of the file ends the last record
+	// verify, if set, is asked after each read whether the file still holds
+	// the bytes it held (it was not truncated and written again meanwhile);
+	// end is the offset just after the bytes read. When it says no, the
+	// bytes are not kept: they may be the new content at the old offsets.
+	verify func(end int64) bool
 	// sizeHint is the file's size when last looked at, or 0. A fresh buffer
 	// is no larger than what is left to read (at least minBuffer): a source
 	// following many small files must not hold a full buffer for each.
@@ -76,6 +81,17 @@ func (l *lineReader) reset(pos int64) {
 	l.r, l.w, l.off = 0, 0, pos
 	l.skipping = false
 	l.scanned, l.state = 0, csvFieldStart
+}
+
+// rewind makes the next record start at pos if the buffer still holds the
+// bytes from there on, and reports whether it does.
+func (l *lineReader) rewind(pos int64) bool {
+	if l.skipping || pos < l.off || pos > l.readPos() {
+		return false
+	}
+	l.r = int(pos - l.off)
+	l.scanned, l.state = 0, csvFieldStart
+	return true
 }
 
 // pos is the offset just after the last record returned or skipped: the
@@ -270,6 +286,9 @@ func (l *lineReader) fill() (int, error) {
 		return 0, nil // a file whose content is gone (truncated): nothing more to read
 	}
 	n, err := l.src.ReadAt(l.buf[l.w:], l.off+int64(l.w))
+	if n > 0 && l.verify != nil && !l.verify(l.off+int64(l.w+n)) {
+		return 0, nil
+	}
 	l.w += n
 	if err != nil && err != io.EOF {
 		return n, fmt.Errorf("reading at byte %d: %w", l.off+int64(l.w), err)

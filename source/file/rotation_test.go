@@ -477,3 +477,70 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A rewind of a truncated file's old incarnation, whether a scan saw the
+// truncation yet or not, reads again what is still buffered, never the new
+// bytes at the old offsets; bytes no longer held are counted as unread.
+func TestRewindOfATruncatedFile(t *testing.T) {
+	for _, seen := range []bool{false, true} {
+		t.Run(fmt.Sprintf("seen=%v", seen), func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "a.log")
+			write(t, p, "aa\nbb\ncc\n")
+			h := open(t, testConfig(dir, func(c *Config) { c.Mode, c.BatchSize = "tail", 1 }))
+			if _, err := h.poll(); err != nil { // aa; bb and cc are buffered
+				t.Fatal(err)
+			}
+			must(t, os.Truncate(p, 0))
+			appendTo(t, p, "0123456789\n") // longer than the old bytes
+			old := h.host.names[1]
+			if seen {
+				h.src.lastScan = time.Time{} // the next Poll scans before it reads
+				h.pollUntil("the truncation seen", func() bool {
+					h.src.mu.Lock()
+					defer h.src.mu.Unlock()
+					f := h.src.files[1]
+					if f == nil {
+						t.Fatalf("let go before the rewind: read %q, revoked %v", h.lines, h.host.revoked)
+					}
+					return f.fd == nil
+				})
+			}
+			before := len(h.lines[old])
+			must(t, h.src.Seek(context.Background(), 1, 0))
+			h.pollUntil("the old incarnation let go", func() bool { return revokedContains(h, old) })
+			if got, want := join(h.lines[old][before:]), "aa,bb,cc"; got != want {
+				t.Fatalf("after the rewind the old incarnation read %q, want %q (all of it: %q)", got, want, h.lines[old])
+			}
+			if h.host.unread[reasonGone] != 0 {
+				t.Fatalf("unread %v after a rewind within the buffer", h.host.unread)
+			}
+		})
+	}
+}
+
+// A file truncated and written again, longer, between two scans: the reads
+// before the next scan must not take its new bytes at the old offsets for
+// more of the old content.
+func TestTruncatedAndRewrittenBetweenScans(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a.log")
+	write(t, p, "aa\nbb\n")
+	h := open(t, testConfig(dir, func(c *Config) { c.Mode, c.PollInterval = "tail", time.Hour }))
+	if _, err := h.poll(); err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.Truncate(p, 0))
+	appendTo(t, p, "0123456789\n")
+	for range 3 {
+		b := connector.Batch{}
+		if got, err := h.src.readSome(&b); got || err != nil {
+			t.Fatalf("read %d records (%v) of a file truncated since the last scan", len(b.Records), err)
+		}
+	}
+	h.src.lastScan = time.Time{} // the next Poll scans
+	h.pollUntil("the new incarnation", func() bool { return h.count() == 3 })
+	if old, cur := join(h.lines[h.host.names[1]]), join(h.lines[h.host.names[2]]); old != "aa,bb" || cur != "0123456789" {
+		t.Fatalf("old incarnation read %q, new %q; want aa,bb and 0123456789", old, cur)
+	}
+}

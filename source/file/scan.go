@@ -327,7 +327,28 @@ func (s *Source) openFile(sc *scanRun, m found) (*file, error) {
 	f := &file{key: m.key, path: m.path, fd: fd, meta: metaFor(m.path), size: fi.Size()}
 	f.lr = lineReader{src: fd, bufSize: s.cfg.ReadBufferBytes, maxLine: s.cfg.MaxLineBytes, skip: s.cfg.OnInvalid == "skip",
 		csv: formats[s.cfg.Format] == framingCSV, delim: s.cfg.CSVDelimiter[0], final: s.cfg.Mode == "once"}
+	if s.cfg.Mode == "tail" {
+		f.lr.verify = func(end int64) bool { return s.stillSame(f, end) }
+	}
 	return f, nil
+}
+
+// stillSame reports whether f's file still holds the bytes read from it up to
+// end: it is at least that long and begins with the fingerprinted bytes. A
+// file truncated and written again between two scans would otherwise have its
+// new bytes read as the old ones at the old offsets; checked after each read,
+// the bytes read are the old ones if the beginning is still old. Called with
+// mu held, from a read.
+func (s *Source) stillSame(f *file, end int64) bool {
+	if f.fd == nil {
+		return true
+	}
+	fi, err := f.fd.Stat()
+	if err != nil || fi.Size() < end {
+		return false
+	}
+	e := entry{FPLen: f.fpLen, FP: f.fp}
+	return e.matches(f.fd, fi.Size())
 }
 
 func metaFor(path string) []record.Meta {
@@ -526,6 +547,7 @@ func (s *Source) planTruncated(sc *scanRun, m found) error {
 	cur := &file{key: m.key, path: m.path, fd: old.fd, meta: metaFor(m.path), size: m.fi.Size()}
 	cur.lr = old.lr
 	cur.lr.buf, cur.lr.shared = nil, false
+	cur.lr.verify = func(end int64) bool { return s.stillSame(cur, end) }
 	if err := s.identify(cur, gen+1, sc.start); err != nil {
 		return err
 	}

@@ -397,17 +397,46 @@ func (f *file) entry(pos int64) entry {
 // Seek makes p's next batch start at pos.
 func (s *Source) Seek(ctx context.Context, p checkpoint.Partition, pos checkpoint.Position) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	f := s.files[p]
 	if f == nil {
+		s.mu.Unlock()
 		return fmt.Errorf("source/file: seek: partition %d is not assigned", p)
 	}
-	f.lr.reset(int64(pos))
-	f.reported, f.idle = int64(pos), false
-	if s.cfg.Format == "csv" && s.cfg.CSVHeader && pos > 0 && f.header == nil {
-		return s.readHeader(f)
+	var lost int64
+	var err error
+	truncated := f.fd == nil // a truncated file's old incarnation
+	if !truncated {
+		if fi, serr := f.fd.Stat(); serr == nil && s.replaced(f, fi) {
+			// Truncated since the last scan: reading it at pos would read
+			// the new bytes as old ones. Nothing of it is read until the
+			// next scan has started the new incarnation.
+			truncated, f.paused = true, true
+		}
 	}
-	return nil
+	switch {
+	case truncated:
+		// The old bytes are gone from the file: only what is still buffered
+		// can be read again.
+		if !f.lr.rewind(int64(pos)) {
+			lost = f.lr.readPos() - int64(pos)
+			f.lr.reset(f.lr.readPos())
+			pos = checkpoint.Position(f.lr.readPos())
+		}
+	default:
+		f.lr.reset(int64(pos))
+		if s.cfg.Format == "csv" && s.cfg.CSVHeader && pos > 0 && f.header == nil {
+			err = s.readHeader(f)
+		}
+	}
+	f.reported, f.idle = int64(pos), false
+	path := f.path
+	s.mu.Unlock()
+	if lost > 0 {
+		s.log.Warn("source/file: bytes of a file were never read: it is gone (truncated, and a rewind asked for bytes no longer held)",
+			"path", path, "position", pos, "unread_bytes", lost)
+		s.host.Unread(reasonGone, lost)
+	}
+	return err
 }
 
 // readHeader reads a CSV file's header record, for reading to resume after
