@@ -544,3 +544,26 @@ func TestTruncatedAndRewrittenBetweenScans(t *testing.T) {
 		t.Fatalf("old incarnation read %q, new %q; want aa,bb and 0123456789", old, cur)
 	}
 }
+
+// On a first start, the files under rotated are history, even those written
+// a moment before: only the live files are read. A rotated file that changes
+// after the start is read.
+func TestFirstStartLeavesRotatedHistory(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a.log")
+	write(t, p+".1", "old\n")
+	write(t, p, "live\n")
+	h := open(t, testConfig(dir, func(c *Config) {
+		c.Mode = "tail"
+		c.Rotated = []string{filepath.Join(dir, "*.log.*")}
+	}))
+	h.pollUntil("live", func() bool { return h.count() == 1 })
+	for range 20 {
+		h.pollFor(2 * time.Millisecond)
+	}
+	if got := join(h.only()); got != "live" {
+		t.Fatalf("read %v on a first start, want only the live file", h.lines)
+	}
+	write(t, p+".2", "new generation\n")
+	h.pollUntil("the generation written after the start", func() bool { return h.count() == 2 })
+}

@@ -245,7 +245,14 @@ func (s *Source) scan(ctx context.Context, saved map[fileKey]entry) error {
 			}
 		}
 	}
-	if !prev.IsZero() && len(s.cfg.Rotated) > 0 && !unsafeIgnoreRotated {
+	if prev.IsZero() {
+		// A first start (or a store from before scan times were kept): what
+		// is under rotated now is history, and stays so.
+		s.history = sc.start
+		s.mu.Lock()
+		s.scanned = sc.start // stored with this scan's files
+		s.mu.Unlock()
+	} else if len(s.cfg.Rotated) > 0 && !unsafeIgnoreRotated {
 		if err := s.adoptUnseen(sc, prev); err != nil {
 			sc.closeOpened()
 			return err
@@ -626,7 +633,7 @@ func (s *Source) adoptUnseen(sc *scanRun, prev time.Time) error {
 		if sc.claimed[m.key] || s.tracked(m.key) || !m.fi.Mode().IsRegular() {
 			continue
 		}
-		if !inRotated(s.cfg.Rotated, m.path) || m.fi.ModTime().Before(prev.Add(-mtimeSlack)) {
+		if t := m.fi.ModTime(); !inRotated(s.cfg.Rotated, m.path) || t.Before(prev.Add(-mtimeSlack)) || t.Before(s.history) {
 			continue
 		}
 		ms = append(ms, m)

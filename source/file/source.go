@@ -87,6 +87,7 @@ type Source struct {
 
 	// Used by the polling goroutine only.
 	lastScan     time.Time // start of the last scan, for poll_interval
+	history      time.Time // on a first start, its time: rotated files older are not read
 	storeFailing time.Time // when scans began to fail to write the state store
 	storeWarned  time.Time // when that was last logged
 	fields       []string  // CSV scratch

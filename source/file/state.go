@@ -57,6 +57,9 @@ func (s *Source) apply(c stateChange) error {
 				}
 			}
 		}
+		if scanned.IsZero() {
+			return nil
+		}
 		return tx.Put(scannedKey, strconv.AppendInt(nil, scanned.UnixNano(), 10))
 	})
 	if err != nil {
