@@ -84,6 +84,17 @@ func line(id int) []byte {
 	return fmt.Appendf(nil, "{\"id\":%d,\"pad\":\"0123456789abcdef0123\"}", id)
 }
 
+// first writes the first 20 lines.
+func (w *logWriter) first() {
+	var b []byte
+	for ; w.next < 20; w.next++ {
+		b = append(append(b, line(w.next)...), '\n')
+	}
+	if err := os.WriteFile(filepath.Join(w.dir, "logs", "app.ndjson"), b, 0o644); err != nil {
+		w.fail(err)
+	}
+}
+
 func (w *logWriter) run() {
 	defer close(w.done)
 	live := filepath.Join(w.dir, "logs", "app.ndjson")
@@ -259,12 +270,25 @@ func (r *rotateRun) run(minKills, kills int) uint64 {
 	t.Logf("seed %d (replay with -crash.seed=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, seed^0x5bd1e995))
 	r.w = &logWriter{dir: r.dir, rng: rand.New(rand.NewPCG(seed^1, seed^2)), stop: make(chan struct{}), done: make(chan struct{}), window: map[int]bool{}}
+	logPath := filepath.Join(r.dir, "weir.log")
+	// weir's first start comes before the first rotation: on a first start
+	// the files already rotated are history, not read.
+	r.w.first()
+	cmd, done := r.start(logPath)
+	for deadline := time.Now().Add(30 * time.Second); len(r.counts) < 20; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first lines never reached the output; log:\n%s", tail(logPath))
+		}
+		time.Sleep(10 * time.Millisecond) // polling an external process's output
+		r.scan()
+	}
 	go r.w.run()
 	stopWriter := sync.OnceFunc(func() { close(r.w.stop); <-r.w.done })
 	defer stopWriter()
-	logPath := filepath.Join(r.dir, "weir.log")
 	for r.kills < kills {
-		cmd, done := r.start(logPath)
+		if r.kills > 0 {
+			cmd, done = r.start(logPath)
+		}
 		delay := minRotateKill + time.Duration(rng.Int64N(int64(maxRotateKill-minRotateKill)))
 		select {
 		case err := <-done:
@@ -283,7 +307,7 @@ func (r *rotateRun) run(minKills, kills int) uint64 {
 	// The last run: everything written must arrive; then a graceful stop.
 	// Stop waiting once nothing new arrived for a while (a file is let go a
 	// second or so after its last write), or after a minute and a half.
-	cmd, done := r.start(logPath)
+	cmd, done = r.start(logPath)
 	deadline := time.Now().Add(90 * time.Second)
 	last, progress := len(r.counts), time.Now()
 	for {
