@@ -142,7 +142,6 @@ type swap struct {
 	old, cur *file
 	copy     *found
 	copyFd   *os.File
-	covered  bool // a file adopted earlier already reads the copy from its start
 }
 
 type unreadNote struct {
@@ -567,14 +566,13 @@ func (s *Source) planTruncated(sc *scanRun, m found) error {
 	}
 	if cp != nil {
 		w.copy, w.copyFd = &found{cp.path, cp.key, nil}, cp.fd
-		cp.size = max(cp.size, from)
 		entryOld := entry{Name: old.name, Gen: gen, Path: cp.path, FPLen: e.FPLen, FP: e.FP, Pos: committed, Size: cp.size}
 		sc.change.put = append(sc.change.put, keyed{k: cp.key, e: entryOld, replace: true})
 		s.log.Info("source/file: found the copy of a truncated file (copytruncate); reading the rest there", "path", cp.path, "was", e.Path, "position", from)
 	} else {
-		w.covered = s.adoptedCopyOf(e, from)
+		covered := s.adoptedCopyOf(e, from)
 		s.mu.Lock()
-		if n := old.size - from; n > 0 && !w.covered {
+		if n := old.size - from; n > 0 && !covered {
 			sc.unread = append(sc.unread, unreadNote{path: old.path, why: "the file was truncated (copytruncate?) before they were read, and no copy of it was found", pos: from, n: n})
 		}
 		s.mu.Unlock()
