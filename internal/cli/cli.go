@@ -29,7 +29,11 @@ const (
 	ExitConfig  = 1
 	ExitUsage   = 2
 	ExitRuntime = 3
-	ExitSignal  = 130
+	// ExitUnread: the run finished, but input was left unread (a source
+	// reported bytes it will never read, such as a file gone before it was
+	// read to its end).
+	ExitUnread = 4
+	ExitSignal = 130
 )
 
 // Version is set at build time with -ldflags "-X github.com/weir-etl/weir/internal/cli.Version=…".
@@ -51,6 +55,8 @@ Exit codes:
   1    configuration error
   2    usage error
   3    runtime failure, or a failure policy halted the pipeline
+  4    finished, but input was left unread (files gone before they were
+       read to their end: the summary and the warnings say which)
   130  a second interrupt (SIGINT/SIGTERM) exited at once; the first one
        shuts down gracefully, committing only what is durable
 `
@@ -232,9 +238,11 @@ func (c *command) run(args []string) int {
 		}
 		defer stopProfile()
 	}
+	var report *pipeline.Report // set before Run returns
 	opts := []pipeline.Option{pipeline.WithLogger(log), pipeline.WithReport(func(r *pipeline.Report) {
 		// stderr, never stdout: a stdout sink's output must stay pure NDJSON.
-		fmt.Fprint(c.stderr, r.String())
+		fmt.Fprint(c.stderr, summary(r))
+		report = r
 	})}
 	if w := progressTo(c.stderr); w != nil {
 		opts = append(opts, pipeline.WithProgress(w, time.Second))
@@ -247,7 +255,7 @@ func (c *command) run(args []string) int {
 	for {
 		select {
 		case err := <-done:
-			return c.exitCode(err)
+			return c.exitCode(err, report)
 		case <-sigs:
 			if !interrupted {
 				interrupted = true
@@ -264,10 +272,11 @@ func (c *command) run(args []string) int {
 }
 
 const runDoc = `Runs the pipeline until interrupted or its input ends, then prints a summary
-on stderr: records read per source, in and out (and dropped) per transform,
-written per sink with where its output is, and the committed positions.
-The first SIGINT or SIGTERM shuts down gracefully; a second exits at once
-with code 130.`
+on stderr: records read per source (with what it skipped or left unread, and
+why), in and out (and dropped) per transform, written per sink with where its
+output is, and the committed positions. A run that left input unread exits
+with code 4. The first SIGINT or SIGTERM shuts down gracefully; a second exits
+at once with code 130.`
 
 // startCPUProfile starts writing a CPU profile to path and returns the
 // function that stops it and closes the file.
@@ -283,15 +292,31 @@ func startCPUProfile(path string) (func(), error) {
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
-func (c *command) exitCode(err error) int {
+// exitCode is the exit code of a run that ended with err and report (nil if
+// the pipeline did not start).
+func (c *command) exitCode(err error, report *pipeline.Report) int {
 	if err == nil {
+		if n := unread(report); n > 0 {
+			fmt.Fprintf(c.stderr, "weir: finished, but %d bytes of input were left unread (see the summary and the warnings above)\n", n)
+			return ExitUnread
+		}
 		return ExitOK
 	}
 	fmt.Fprintln(c.stderr, "weir:", err)
-	if errors.Is(err, pipeline.ErrSpec) {
+	var fe *connector.FieldError
+	if errors.Is(err, pipeline.ErrSpec) || errors.As(err, &fe) {
+		// A connector found an option wrong only when it met the world
+		// (a path that matches no file): still the configuration.
 		return ExitConfig
 	}
 	return ExitRuntime
+}
+
+func unread(r *pipeline.Report) int64 {
+	if r == nil {
+		return 0
+	}
+	return r.UnreadBytes()
 }
 
 // progressTo returns where the progress display goes: w when it is a

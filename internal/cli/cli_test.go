@@ -313,7 +313,7 @@ metrics: { address: "off" }
 	if stdout != "" {
 		t.Fatalf("stdout should stay free for sinks, got:\n%s", stdout)
 	}
-	for _, want := range []string{"run summary", "source  in", "1000 read", "committed 2 partitions, positions summing to 1000",
+	for _, want := range []string{"run summary", "source  in", "1000 records read", "committed 2 partitions, positions summing to 1000",
 		"filter  even", "500 out, 500 dropped", "sink    out", "500 written"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)

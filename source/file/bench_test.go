@@ -13,7 +13,9 @@ import (
 )
 
 // BenchmarkSourceNDJSON reads 1M NDJSON lines of about 60 bytes from a warm
-// file, as the pipeline would (batches of 1000), and reports lines/s and MB/s.
+// file, as the pipeline would (batches of 1000), and reports lines/s and MB/s:
+// in mode once, and in mode tail, where each read is followed by the check
+// that the file was not truncated meanwhile (a stat and its first bytes).
 func BenchmarkSourceNDJSON(b *testing.B) {
 	const lines = 1_000_000
 	dir := b.TempDir()
@@ -31,36 +33,39 @@ func BenchmarkSourceNDJSON(b *testing.B) {
 	}
 	fi, _ := f.Stat()
 	f.Close()
-	b.SetBytes(fi.Size())
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		cfg := NewConfig()
-		cfg.Paths = []string{p}
-		cfg.DataDir = filepath.Join(dir, fmt.Sprint("state", i))
-		src, err := New("bench", cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := src.Open(context.Background(), newHost()); err != nil {
-			b.Fatal(err)
-		}
-		var batch connector.Batch
-		n := 0
-		for {
-			err := src.Poll(context.Background(), &batch)
-			if errors.Is(err, connector.ErrEndOfInput) {
-				break
+	for _, mode := range []string{"once", "tail"} {
+		b.Run(mode, func(b *testing.B) {
+			b.SetBytes(fi.Size())
+			b.ReportAllocs()
+			for i := range b.N {
+				cfg := NewConfig()
+				cfg.Paths, cfg.Mode = []string{p}, mode
+				cfg.DataDir = filepath.Join(dir, fmt.Sprint("state-", mode, i))
+				src, err := New("bench", cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := src.Open(context.Background(), newHost()); err != nil {
+					b.Fatal(err)
+				}
+				var batch connector.Batch
+				n := 0
+				for n < lines {
+					err := src.Poll(context.Background(), &batch)
+					if errors.Is(err, connector.ErrEndOfInput) {
+						break
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					n += len(batch.Records)
+				}
+				if n != lines {
+					b.Fatalf("read %d lines, want %d", n, lines)
+				}
+				src.Close(context.Background())
 			}
-			if err != nil {
-				b.Fatal(err)
-			}
-			n += len(batch.Records)
-		}
-		if n != lines {
-			b.Fatalf("read %d lines, want %d", n, lines)
-		}
-		src.Close(context.Background())
+			b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+		})
 	}
-	b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
 }

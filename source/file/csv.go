@@ -1,59 +1,72 @@
 package file
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 )
 
-// splitCSV splits one CSV line into fields, appending them to dst. It follows
-// RFC 4180 within a line: fields may be quoted, and "" inside quotes is a
-// quote. A quoted field cannot span lines, because the source frames records
-// by line (a commit position must fall between records).
-func splitCSV(dst []string, line []byte, delim byte) ([]string, error) {
+// splitCSV splits one CSV record into fields, appending them to dst, as RFC
+// 4180 reads it: a field is quoted or not; a quoted field may hold the
+// delimiter, line breaks and "" (a quote); a quote elsewhere is an error, and
+// so is anything but the delimiter after a quoted field's closing quote.
+//
+// rec is the record as lineReader frames it, without its final '\n'. One
+// '\r' before that '\n' belongs to the line end (CRLF) and is dropped; every
+// other byte is kept, line breaks inside quoted fields included, exactly as
+// they are in the file (encoding/csv would turn a quoted "\r\n" into "\n").
+func splitCSV(dst []string, rec []byte, delim byte) ([]string, error) {
+	rec = trimCR(rec)
 	i := 0
 	for {
-		if i < len(line) && line[i] == '"' {
-			// Quoted field.
-			var b []byte
+		if i < len(rec) && rec[i] == '"' {
 			i++
+			var b []byte
+			from := i
 			for {
-				j := i
-				for j < len(line) && line[j] != '"' {
-					j++
+				j := bytes.IndexByte(rec[i:], '"')
+				if j < 0 {
+					return dst, errors.New("a quoted field is not closed: the record ends inside quotes")
 				}
-				if j == len(line) {
-					return dst, errors.New("unterminated quoted field (quoted fields cannot contain line breaks)")
-				}
-				b = append(b, line[i:j]...)
-				if j+1 < len(line) && line[j+1] == '"' {
-					b = append(b, '"')
-					i = j + 2
+				i += j
+				if i+1 < len(rec) && rec[i+1] == '"' {
+					b = append(b, rec[from:i+1]...) // "" is one quote
+					i += 2
+					from = i
 					continue
 				}
-				i = j + 1
+				b = append(b, rec[from:i]...)
+				i++
 				break
 			}
 			dst = append(dst, string(b))
-			if i == len(line) {
+			if i == len(rec) {
 				return dst, nil
 			}
-			if line[i] != delim {
-				return dst, fmt.Errorf("unexpected %q after quoted field at column %d", line[i], len(dst))
+			if rec[i] != delim {
+				return dst, fmt.Errorf("%q after the closing quote of field %d: a quoted field must end at a delimiter or the line end (write a quote inside one as \"\")", rec[i], len(dst))
 			}
 			i++
 			continue
 		}
 		j := i
-		for j < len(line) && line[j] != delim {
-			if line[j] == '"' {
-				return dst, fmt.Errorf("bare quote in unquoted field at column %d", len(dst)+1)
+		for j < len(rec) && rec[j] != delim {
+			if rec[j] == '"' {
+				return dst, fmt.Errorf("a quote inside unquoted field %d: quote the whole field and double the quote (\"a\"\"b\")", len(dst)+1)
 			}
 			j++
 		}
-		dst = append(dst, string(line[i:j]))
-		if j == len(line) {
+		dst = append(dst, string(rec[i:j]))
+		if j == len(rec) {
 			return dst, nil
 		}
 		i = j + 1
 	}
+}
+
+func trimCR(b []byte) []byte {
+	if n := len(b); n > 0 && b[n-1] == '\r' {
+		return b[:n-1]
+	}
+	return b
 }

@@ -1,13 +1,14 @@
 package file
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,41 +18,75 @@ import (
 )
 
 // testHost is the runtime's side of connector.Host, recording what the source
-// asked for. Revoke commits nothing: the tests commit explicitly.
+// asked for. Revoke calls onRevoke (the harness commits the partitions' last
+// batch ends there, as the runtime does once they are delivered) and forgets
+// them.
 type testHost struct {
-	next    checkpoint.Partition
-	names   map[checkpoint.Partition]string
-	starts  map[checkpoint.Partition]checkpoint.Position
-	revoked []string
-	skipped int64
-	unread  int64
+	next     checkpoint.Partition
+	names    map[checkpoint.Partition]string
+	starts   map[checkpoint.Partition]checkpoint.Position
+	live     map[checkpoint.Partition]bool // assigned and not revoked or lost
+	revoked  []string
+	skipped  map[string]int64
+	unread   map[string]int64
+	onRevoke func(ps []checkpoint.Partition) error
+	log      *syncBuffer
 }
 
 func newHost() *testHost {
-	return &testHost{names: map[checkpoint.Partition]string{}, starts: map[checkpoint.Partition]checkpoint.Position{}}
+	return &testHost{names: map[checkpoint.Partition]string{}, starts: map[checkpoint.Partition]checkpoint.Position{},
+		live: map[checkpoint.Partition]bool{}, skipped: map[string]int64{}, unread: map[string]int64{}, log: &syncBuffer{}}
 }
 
 func (h *testHost) Assign(name string, start checkpoint.Position) checkpoint.Partition {
 	h.next++
 	h.names[h.next] = name
 	h.starts[h.next] = start
+	h.live[h.next] = true
 	return h.next
 }
 
 func (h *testHost) Revoke(ctx context.Context, ps ...checkpoint.Partition) error {
+	var err error
+	if h.onRevoke != nil {
+		err = h.onRevoke(ps)
+	}
 	for _, p := range ps {
 		h.revoked = append(h.revoked, h.names[p])
+		delete(h.live, p)
 	}
-	return nil
+	return err
 }
 
-func (h *testHost) Lost(...checkpoint.Partition) {}
+func (h *testHost) Lost(ps ...checkpoint.Partition) {
+	for _, p := range ps {
+		delete(h.live, p)
+	}
+}
 
-func (h *testHost) Skip(reason string, n int64) { h.skipped += n }
+func (h *testHost) Skip(reason string, n int64) { h.skipped[reason] += n }
 
-func (h *testHost) Unread(reason string, n int64) { h.unread += n }
+func (h *testHost) Unread(reason string, n int64) { h.unread[reason] += n }
 
-func (h *testHost) Logger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func (h *testHost) Logger() *slog.Logger { return slog.New(slog.NewTextHandler(h.log, nil)) }
+
+// syncBuffer is a log buffer safe for the source's goroutines and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
 
 // harness opens a source over dir and remembers what it read.
 type harness struct {
@@ -69,6 +104,7 @@ func testConfig(dir string, mutate func(*Config)) *Config {
 	c.DataDir = filepath.Join(dir, "state")
 	c.Format = "lines"
 	c.PollInterval = time.Millisecond
+	c.RotateWait = 0
 	if mutate != nil {
 		mutate(c)
 	}
@@ -82,6 +118,18 @@ func open(t *testing.T, cfg *Config) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, src: src, host: newHost(), lines: map[string][]string{}, ends: map[checkpoint.Partition]checkpoint.Position{}}
+	h.host.onRevoke = func(ps []checkpoint.Partition) error {
+		var cs []connector.Commit
+		for _, p := range ps {
+			if e, ok := h.ends[p]; ok {
+				cs = append(cs, connector.Commit{Partition: p, Position: e})
+			}
+		}
+		if len(cs) == 0 {
+			return nil
+		}
+		return src.Commit(context.Background(), cs)
+	}
 	if err := src.Open(context.Background(), h.host); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +141,20 @@ func open(t *testing.T, cfg *Config) *harness {
 // mode polls the file every millisecond until the data is there).
 func (h *harness) poll() (connector.Batch, error) {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	return h.pollWithin(10 * time.Second)
+}
+
+// pollFor polls once for at most d; a Poll that finds nothing in that time
+// returns context.DeadlineExceeded.
+func (h *harness) pollFor(d time.Duration) error {
+	h.t.Helper()
+	_, err := h.pollWithin(d)
+	return err
+}
+
+func (h *harness) pollWithin(d time.Duration) (connector.Batch, error) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var b connector.Batch
 	err := h.src.Poll(ctx, &b)
@@ -181,5 +242,15 @@ func join(l []string) string { return strings.Join(l, ",") }
 
 func openStore(t *testing.T, s *Source) (*statestore.Store, error) {
 	t.Helper()
-	return statestore.Open(StatePath(s.cfg.DataDir, s.name))
+	return statestore.Open(StatePath(s.cfg.DataDir, s.name), nil)
+}
+
+// lastWritten sets the modification time of path to ago before now: the
+// file has not changed since, as a rotated file that is done.
+func lastWritten(t *testing.T, path string, ago time.Duration) {
+	t.Helper()
+	when := time.Now().Add(-ago)
+	if err := os.Chtimes(path, when, when); err != nil {
+		t.Fatal(err)
+	}
 }

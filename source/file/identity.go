@@ -10,12 +10,19 @@ import (
 	"io"
 	"os"
 	"syscall"
+	"time"
 )
 
 // fileKey is a file's identity on this machine: it survives renames.
 type fileKey struct{ Dev, Ino uint64 }
 
 func (k fileKey) String() string { return fmt.Sprintf("%d:%d", k.Dev, k.Ino) }
+
+func parseKey(s string) (fileKey, bool) {
+	var k fileKey
+	n, err := fmt.Sscanf(s, "%d:%d", &k.Dev, &k.Ino)
+	return k, err == nil && n == 2 && k.String() == s
+}
 
 func keyOf(fi os.FileInfo) (fileKey, bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
@@ -25,15 +32,9 @@ func keyOf(fi os.FileInfo) (fileKey, bool) {
 	return fileKey{Dev: uint64(st.Dev), Ino: uint64(st.Ino)}, true //nolint:unconvert // Dev is int32 on some systems
 }
 
-func linkCount(fi os.FileInfo) uint64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Nlink) //nolint:unconvert // Nlink is uint16 on some systems
-	}
-	return 1
-}
-
 // fingerprint hashes the first n bytes of r. An inode number can be reused by
 // a new file once the old one is deleted; the leading bytes tell them apart.
+// They also recognise a copy of a file (copytruncate), which has a new inode.
 func fingerprint(r io.ReaderAt, n int) ([]byte, error) {
 	if n == 0 {
 		return nil, nil
@@ -50,10 +51,11 @@ func fingerprint(r io.ReaderAt, n int) ([]byte, error) {
 type entry struct {
 	Name  string `json:"name"` // partition name given to the runtime
 	Gen   uint64 `json:"gen"`  // incarnation: bumped on truncation or inode reuse
-	Path  string `json:"path"` // last path seen, for people reading the state
+	Path  string `json:"path"` // last path seen: where to look for the file after a rotation
 	FPLen int    `json:"fp_len"`
 	FP    []byte `json:"fp"`
-	Pos   int64  `json:"pos"` // committed position: every line before it is safe
+	Pos   int64  `json:"pos"`  // committed position: every record before it is safe
+	Size  int64  `json:"size"` // the file's size when last seen: what is unread if it is gone
 }
 
 func (e *entry) encode() []byte {
@@ -70,7 +72,8 @@ func decodeEntry(b []byte) (entry, error) {
 	return e, err
 }
 
-// matches reports whether r still begins with the bytes e was fingerprinted on.
+// matches reports whether r, of the given size, still begins with the bytes e
+// was fingerprinted on.
 func (e *entry) matches(r io.ReaderAt, size int64) bool {
 	if size < int64(e.FPLen) {
 		return false
@@ -79,6 +82,10 @@ func (e *entry) matches(r io.ReaderAt, size int64) bool {
 	return err == nil && bytes.Equal(fp, e.FP)
 }
 
-func partitionName(path string, k fileKey, gen uint64) string {
-	return fmt.Sprintf("%s@%s/%d", path, k, gen)
+// partitionName names a file's incarnation for the runtime. The time it was
+// first seen makes the name unique over time: once a file is let go its state
+// entry is forgotten, and a later file on the same inode under the same path
+// must not inherit positions a sink stored under the old name.
+func partitionName(path string, k fileKey, gen uint64, seen time.Time) string {
+	return fmt.Sprintf("%s@%s/%d.%d", path, k, gen, seen.UnixNano())
 }

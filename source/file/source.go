@@ -1,14 +1,19 @@
 // Package file is weir's file source: it reads NDJSON, plain lines or CSV from
-// files matched by paths and globs, once or following appends, and keeps each
-// file's committed position in a state store under data_dir.
+// files matched by paths and globs, once or following appends and rotation,
+// and keeps each file's committed position in a state store under data_dir.
 //
 // Each file is a partition, named after its identity (device, inode and
 // incarnation) so that a rename does not restart it. A position is the byte
-// offset just after a complete line; an unterminated last line is neither
-// emitted nor committed until its newline arrives.
+// offset just after a complete record; an unterminated last record is neither
+// emitted nor committed until its newline arrives, or until the file is
+// finished (mode once, or a rotated file let go).
+//
+// The rules for rotation, truncation and files that are gone are in
+// docs/file-connectors.md; scan.go carries them out.
 package file
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,7 +23,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/weir-etl/weir/checkpoint"
@@ -30,23 +34,31 @@ import (
 func init() {
 	connector.RegisterSource(connector.SourceDef[Config]{
 		Name:   "file",
-		Doc:    "reads NDJSON, lines or CSV from files and globs, once or tailing",
+		Doc:    "reads NDJSON, lines or CSV from files and globs, once or tailing (rotation included)",
 		Config: NewConfig,
 		Build:  func(name string, c *Config) (connector.Source, error) { return New(name, c) },
 	})
 }
 
-// LineError is returned by Poll for a line that cannot be read (longer than
-// max_line_bytes, or a CSV row that does not parse) when on_invalid is error.
-// The line's position is never committed past: the source stops before it.
+// Reasons given to connector.Host.Skip and Host.Unread.
+const (
+	reasonTooLong   = "too_long"   // a record longer than max_line_bytes, on_invalid: skip
+	reasonBadRecord = "bad_record" // a CSV record that does not parse, on_invalid: skip
+	reasonGone      = "files_gone" // bytes of a file that was gone before they were read
+)
+
+// LineError is returned by Poll for a record that cannot be read (longer than
+// max_line_bytes, or a CSV record that does not parse) when on_invalid is
+// error. The record's position is never committed past: the source stops
+// before it.
 type LineError struct {
 	Path   string
-	Offset int64 // where the line starts
+	Offset int64 // where the record starts
 	Err    error
 }
 
 func (e *LineError) Error() string {
-	return fmt.Sprintf("source/file: %s: line at byte %d: %v", e.Path, e.Offset, e.Err)
+	return fmt.Sprintf("source/file: %s: record at byte %d: %v", e.Path, e.Offset, e.Err)
 }
 
 func (e *LineError) Unwrap() error { return e.Err }
@@ -59,21 +71,26 @@ type Source struct {
 	log   *slog.Logger
 	store *statestore.Store
 
-	skipped atomic.Int64 // lines dropped under on_invalid: skip
-
-	// mu guards files, byKey, order and every file's fields: Poll reads files
-	// while the runtime's checkpointer goroutine calls Commit and Seek. It is
-	// never held while calling the Host, whose Revoke may wait on Commit.
+	// mu guards files, byKey, order, scanned and every file's fields: Poll
+	// reads files while the runtime's checkpointer goroutine calls Commit
+	// and Seek. It is never held while calling the Host, whose Revoke may
+	// wait on Commit.
 	mu    sync.Mutex
 	files map[checkpoint.Partition]*file
 	byKey map[fileKey]*file
 	order []*file // polling order; changed by the polling goroutine only
 	next  int
+	// scanned is the start of the last scan that completed: every file that
+	// existed under paths then is in the state store. It is stored with every
+	// change of the store (see scannedKey).
+	scanned time.Time
 
 	// Used by the polling goroutine only.
-	saved    map[fileKey]entry // state found at Open
-	lastScan time.Time
-	fields   []string // CSV scratch
+	lastScan     time.Time // start of the last scan, for poll_interval
+	history      time.Time // on a first start, its time: rotated files older are not read
+	storeFailing time.Time // when scans began to fail to write the state store
+	storeWarned  time.Time // when that was last logged
+	fields       []string  // CSV scratch
 }
 
 type file struct {
@@ -81,16 +98,22 @@ type file struct {
 	name     string // partition name
 	gen      uint64
 	path     string
-	fd       *os.File
+	fd       *os.File // nil for a truncated file's old incarnation, whose bytes are gone
 	fpLen    int
 	fp       []byte
 	meta     []record.Meta // shared by the file's records; never appended to
 	lr       lineReader
 	part     checkpoint.Partition
-	header   []string // CSV column names
+	header   []string // CSV field names
 	reported int64    // End of the last batch returned
-	idle     bool     // the last read found nothing new
-	warned   bool     // unterminated last line reported (mode once)
+
+	committed  int64 // the last position Commit made durable
+	size       int64 // the file's size at the last look
+	idle       bool  // the last read found nothing new
+	gone       bool  // no longer under paths: read to its end, then let go
+	adopted    bool  // found under rotated, unknown: read from its start
+	paused     bool  // truncated, and the new incarnation could not be stored yet
+	skipWarned int   // records skipped with a warning; later ones are only counted
 }
 
 // New returns a file source called name. cfg is validated.
@@ -103,7 +126,6 @@ func New(name string, cfg *Config) (*Source, error) {
 		cfg:   *cfg,
 		files: map[checkpoint.Partition]*file{},
 		byKey: map[fileKey]*file{},
-		saved: map[fileKey]entry{},
 	}, nil
 }
 
@@ -118,357 +140,64 @@ func StatePath(dataDir, name string) string {
 	return filepath.Join(dataDir, "file-source-"+safe+".db")
 }
 
-// Skipped returns how many lines were dropped under on_invalid: skip.
-func (s *Source) Skipped() int64 { return s.skipped.Load() }
-
 // Open loads the committed positions and assigns every matched file at its
 // committed position, or at 0 for a file never seen or no longer the same.
+// Files known from the state store that rotation moved out of paths are
+// found and read to their end (see scan). In mode once, a path that matches
+// no file is a configuration error (a *connector.FieldError) unless
+// allow_empty is set.
 func (s *Source) Open(ctx context.Context, h connector.Host) error {
 	s.host = h
 	s.log = h.Logger()
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	st, err := statestore.Open(StatePath(s.cfg.DataDir, s.name))
+	if s.cfg.Mode == "once" && !s.cfg.AllowEmpty {
+		if err := s.checkMatches(); err != nil {
+			return err
+		}
+	}
+	st, err := statestore.Open(StatePath(s.cfg.DataDir, s.name), s.log)
 	if err != nil {
 		return fmt.Errorf("source/file: %w", err)
 	}
 	s.store = st
-	err = st.ForEach(func(key string, val []byte) error {
-		var k fileKey
-		if _, err := fmt.Sscanf(key, "%d:%d", &k.Dev, &k.Ino); err != nil {
-			return fmt.Errorf("bad key %q", key)
-		}
-		e, err := decodeEntry(val)
-		if err != nil {
-			return fmt.Errorf("bad entry for %q: %w", key, err)
-		}
-		s.saved[k] = e
-		return nil
-	})
+	saved, scanned, err := s.load()
 	if err != nil {
-		return fmt.Errorf("source/file: reading state %s: %w", st.Path(), err)
+		return err
 	}
-	for _, p := range s.cfg.Paths {
-		if m, _ := filepath.Glob(p); len(m) == 0 && s.cfg.Mode == "once" {
-			s.log.Warn("source/file: path matches no file", "path", p)
-		}
-	}
-	return s.rescan(ctx)
+	s.scanned = scanned
+	return s.scan(ctx, saved)
 }
 
-func (s *Source) glob() []string {
-	var out []string
-	for _, p := range s.cfg.Paths {
+// checkMatches reports each path that matches no regular file.
+func (s *Source) checkMatches() error {
+	var errs []error
+	for i, p := range s.cfg.Paths {
 		m, _ := filepath.Glob(p) // patterns were checked by Validate
-		out = append(out, m...)
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// rescan finds new, renamed, replaced, truncated and vanished files.
-func (s *Source) rescan(ctx context.Context) error {
-	s.lastScan = time.Now()
-	seen := map[fileKey]bool{}
-	var added, changed []*file
-	for _, p := range s.glob() {
-		fi, err := os.Stat(p)
-		if err != nil || !fi.Mode().IsRegular() {
-			continue // vanished since the glob, or not a file
-		}
-		k, ok := keyOf(fi)
-		if !ok || seen[k] {
-			continue
-		}
-		seen[k] = true
-		s.mu.Lock()
-		f := s.byKey[k]
-		replaced := false
-		if f != nil {
-			if f.path != p { // renamed: same file, same partition
-				f.path, f.meta = p, metaFor(p)
-			}
-			replaced = s.replaced(f)
-		}
-		s.mu.Unlock()
-		switch {
-		case f == nil:
-			nf, err := s.open(p, k)
-			if errors.Is(err, os.ErrNotExist) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			seen[nf.key] = true
-			added = append(added, nf)
-		case replaced:
-			changed = append(changed, f)
+		if !slices.ContainsFunc(m, func(p string) bool {
+			fi, err := os.Stat(p)
+			return err == nil && fi.Mode().IsRegular()
+		}) {
+			errs = append(errs, connector.Fieldf(fmt.Sprintf("paths[%d]", i),
+				"%q matches no file, so mode once would read nothing: fix the path, or set allow_empty: true if an empty input is expected", p))
 		}
 	}
-	if s.cfg.Mode == "tail" {
-		// A file no longer matched (deleted, or renamed away by rotation) is
-		// read to its end first, then given up.
-		for _, f := range slices.Clone(s.order) {
-			if !seen[f.key] && s.readToEnd(f) {
-				if err := s.drop(ctx, f); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	for _, f := range changed {
-		if err := s.restart(ctx, f); err != nil {
-			return err
-		}
-	}
-	for _, f := range added {
-		s.add(f)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// readToEnd reports whether every complete line of f has been returned.
-func (s *Source) readToEnd(f *file) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if f.idle {
-		return true
-	}
-	fi, err := f.fd.Stat()
-	return err == nil && f.lr.readPos() >= fi.Size() && !f.lr.buffered()
-}
-
-func metaFor(path string) []record.Meta {
-	return slices.Clip([]record.Meta{{Key: "path", Value: path}})
-}
-
-// replaced reports whether f was truncated or rewritten under the same inode:
-// it is shorter than what was read, or no longer starts with the fingerprinted
-// bytes. Called with mu held.
-func (s *Source) replaced(f *file) bool {
-	fi, err := f.fd.Stat()
-	if err != nil {
-		return false
-	}
-	size := fi.Size()
-	if size < f.lr.readPos() {
-		return true
-	}
-	e := entry{FPLen: f.fpLen, FP: f.fp}
-	return f.fpLen > 0 && !e.matches(f.fd, size)
-}
-
-// open opens a newly found file and decides where it starts: at its committed
-// position if the state store knows it and it is still the same file, else at 0
-// as a new incarnation.
-func (s *Source) open(path string, k fileKey) (*file, error) {
-	fd, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := fd.Stat()
-	if err != nil {
-		fd.Close()
-		return nil, fmt.Errorf("source/file: %s: %w", path, err)
-	}
-	if k2, ok := keyOf(fi); ok {
-		k = k2 // replaced between the stat and the open
-	}
-	f := &file{key: k, path: path, fd: fd, meta: metaFor(path)}
-	f.lr = lineReader{src: fd, bufSize: s.cfg.ReadBufferBytes, maxLine: s.cfg.MaxLineBytes, skip: s.cfg.OnInvalid == "skip"}
-	size := fi.Size()
-	var start int64
-	e, known := s.saved[k]
-	switch {
-	case known && size >= e.Pos && e.matches(fd, size):
-		f.name, f.gen, f.fpLen, f.fp, start = e.Name, e.Gen, e.FPLen, e.FP, e.Pos
-	default:
-		if known {
-			f.gen = e.Gen + 1
-		}
-		if err := s.identify(f, size); err != nil {
-			fd.Close()
-			return nil, err
-		}
-		if known {
-			// Record the new incarnation before reading it, so that a crash
-			// cannot bring back the old file's position for the new content.
-			s.log.Info("source/file: file was truncated or replaced; reading it from the start", "path", path, "old_position", e.Pos, "size", size)
-			if err := s.persist([]keyed{{k, f.entry(0)}}); err != nil {
-				fd.Close()
-				return nil, err
-			}
-		}
-	}
-	delete(s.saved, k)
-	f.lr.reset(start)
-	f.reported = start
-	if s.cfg.Format == "csv" && start > 0 {
-		if err := s.readHeader(f); err != nil {
-			fd.Close()
-			return nil, err
-		}
-	}
-	return f, nil
-}
-
-// identify fingerprints f's first bytes and names its current incarnation.
-func (s *Source) identify(f *file, size int64) error {
-	f.fpLen = int(min(size, int64(s.cfg.FingerprintBytes)))
-	fp, err := fingerprint(f.fd, f.fpLen)
-	if err != nil {
-		return fmt.Errorf("source/file: %s: %w", f.path, err)
-	}
-	f.fp = fp
-	f.name = partitionName(f.path, f.key, f.gen)
-	return nil
-}
-
-func (f *file) entry(pos int64) entry {
-	return entry{Name: f.name, Gen: f.gen, Path: f.path, FPLen: f.fpLen, FP: f.fp, Pos: pos}
-}
-
-func (s *Source) add(f *file) {
-	f.part = s.host.Assign(f.name, checkpoint.Position(f.reported))
-	s.mu.Lock()
-	s.files[f.part] = f
-	s.byKey[f.key] = f
-	s.order = append(s.order, f)
-	s.mu.Unlock()
-}
-
-// drop gives up a file that is no longer matched, once its batches are done.
-func (s *Source) drop(ctx context.Context, f *file) error {
-	if err := s.host.Revoke(ctx, f.part); err != nil && ctx.Err() != nil {
-		return err
-	}
-	s.mu.Lock()
-	delete(s.files, f.part)
-	delete(s.byKey, f.key)
-	s.order = slices.DeleteFunc(s.order, func(g *file) bool { return g == f })
-	s.mu.Unlock()
-	deleted := false
-	if fi, err := f.fd.Stat(); err == nil && linkCount(fi) == 0 {
-		deleted = true
-	}
-	f.fd.Close()
-	if deleted {
-		// Its inode may be reused by a new file; forget the old position.
-		key, gen := f.key.String(), f.gen
-		return s.store.Update(func(tx statestore.Tx) error {
-			if old, err := decodeEntry(tx.Get(key)); err == nil && old.Gen == gen {
-				return tx.Delete(key)
-			}
-			return nil
-		})
-	}
-	return nil
-}
-
-// restart starts a truncated or rewritten file again from 0 as a new
-// partition, after its old partition's batches are done.
-func (s *Source) restart(ctx context.Context, f *file) error {
-	if err := s.host.Revoke(ctx, f.part); err != nil && ctx.Err() != nil {
-		return err
-	}
-	s.mu.Lock()
-	delete(s.files, f.part)
-	f.gen++
-	f.lr.reset(0)
-	f.reported, f.header, f.idle, f.warned = 0, nil, false, false
-	fi, err := f.fd.Stat()
-	if err == nil {
-		err = s.identify(f, fi.Size())
-	}
-	s.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("source/file: %s: %w", f.path, err)
-	}
-	s.log.Info("source/file: file was truncated or rewritten; reading it from the start", "path", f.path)
-	if err := s.persist([]keyed{{f.key, f.entry(0)}}); err != nil {
-		return err
-	}
-	f.part = s.host.Assign(f.name, 0)
-	s.mu.Lock()
-	s.files[f.part] = f
-	s.mu.Unlock()
-	return nil
-}
-
-type keyed struct {
-	k fileKey
-	e entry
-}
-
-// persist writes entries durably. An entry of an older incarnation than the
-// stored one is ignored: a late commit of a revoked partition must not bring
-// back a truncated file's old position.
-func (s *Source) persist(es []keyed) error {
-	err := s.store.Update(func(tx statestore.Tx) error {
-		for _, u := range es {
-			key := u.k.String()
-			if b := tx.Get(key); b != nil {
-				if old, err := decodeEntry(b); err == nil && old.Gen > u.e.Gen {
-					continue
-				}
-			}
-			if err := tx.Put(key, u.e.encode()); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("source/file: committing positions: %w", err)
-	}
-	return nil
-}
-
-func (s *Source) readHeader(f *file) error {
-	lr := lineReader{src: f.fd, bufSize: 4096, maxLine: s.cfg.MaxLineBytes}
-	line, _, _, st, err := lr.next()
-	if err == nil && st != lineOK {
-		err = errors.New("no complete header line")
-	}
-	if err == nil {
-		err = s.setHeader(f, line)
-	}
-	if err != nil {
-		return fmt.Errorf("source/file: %s: reading the csv header: %w", f.path, err)
-	}
-	return nil
-}
-
-func (s *Source) setHeader(f *file, line []byte) error {
-	line = trimCR(line)
-	h, err := splitCSV(nil, line, s.cfg.CSVDelimiter[0])
-	if err != nil {
-		return fmt.Errorf("csv header: %w", err)
-	}
-	f.header = h
-	return nil
-}
-
-func trimCR(b []byte) []byte {
-	if n := len(b); n > 0 && b[n-1] == '\r' {
-		return b[:n-1]
-	}
-	return b
-}
-
-// Poll returns the next batch of the next file with unread lines. In mode once
-// it returns connector.ErrEndOfInput when every file is read to its end; in
-// mode tail it waits for appends, rescanning every poll_interval.
+// Poll returns the next batch of the next file with unread records. In mode
+// once it returns connector.ErrEndOfInput when every file is read to its end
+// and the files that left paths are let go; in mode tail it waits for
+// appends, scanning every poll_interval.
 func (s *Source) Poll(ctx context.Context, b *connector.Batch) error {
+	tail := s.cfg.Mode == "tail"
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		tail := s.cfg.Mode == "tail"
 		if tail && time.Since(s.lastScan) >= s.cfg.PollInterval {
-			if err := s.rescan(ctx); err != nil {
+			if err := s.scan(ctx, nil); err != nil {
 				return err
 			}
 		}
@@ -477,8 +206,14 @@ func (s *Source) Poll(ctx context.Context, b *connector.Batch) error {
 			return err
 		}
 		if !tail {
-			s.warnUnterminated()
-			return connector.ErrEndOfInput
+			done, err := s.letGoOnce(ctx)
+			if err != nil {
+				return err
+			}
+			if done {
+				return connector.ErrEndOfInput
+			}
+			continue
 		}
 		if d := s.cfg.PollInterval - time.Since(s.lastScan); d > 0 {
 			t := time.NewTimer(d)
@@ -498,6 +233,9 @@ func (s *Source) readSome(b *connector.Batch) (bool, error) {
 	n := len(s.order)
 	for i := range n {
 		f := s.order[(s.next+i)%n]
+		if f.paused {
+			continue
+		}
 		b.Reset()
 		got, err := s.readBatch(f, b)
 		if err != nil || got {
@@ -508,15 +246,16 @@ func (s *Source) readSome(b *connector.Batch) (bool, error) {
 	return false, nil
 }
 
-// readBatch reads up to a batch of f's lines into b. It reports false when f
-// has nothing new. Called with mu held.
+// readBatch reads up to a batch of f's records into b. It reports false when
+// f has nothing new. Called with mu held.
 func (s *Source) readBatch(f *file, b *connector.Batch) (bool, error) {
 	now := time.Now()
 	size := 0
-	format := s.cfg.Format
+	skip := s.cfg.OnInvalid == "skip"
+	f.lr.sizeHint = f.size
 loop:
 	for len(b.Records) < s.cfg.BatchSize && size < s.cfg.BatchBytes {
-		line, start, n, st, err := f.lr.next()
+		raw, start, n, st, err := f.lr.next()
 		if err != nil {
 			return false, fmt.Errorf("source/file: %s: %w", f.path, err)
 		}
@@ -530,71 +269,39 @@ loop:
 			return false, &LineError{Path: f.path, Offset: start,
 				Err: fmt.Errorf("longer than max_line_bytes (%d): raise max_line_bytes or set on_invalid: skip", s.cfg.MaxLineBytes)}
 		case lineSkipped:
-			s.skipped.Add(1)
-			s.log.Warn("source/file: dropped a line longer than max_line_bytes (on_invalid: skip)", "path", f.path, "offset", start, "bytes", n, "max_line_bytes", s.cfg.MaxLineBytes)
+			s.skipped(f, reasonTooLong, "dropped a record longer than max_line_bytes (on_invalid: skip)",
+				"offset", start, "bytes", n, "max_line_bytes", s.cfg.MaxLineBytes)
 			continue
 		}
-		size += len(line) + 1
-		line = trimCR(line)
-		rec := record.New(line)
-		switch format {
-		case "ndjson":
-			if len(line) == 0 {
-				continue // blank lines hold no record
-			}
-		case "dead_letter":
-			if len(line) == 0 {
+		size += len(raw) + 1
+		var rec record.Record
+		keep, err := s.decode(f, raw, start, &rec)
+		if err != nil {
+			var bad *badRecord
+			isBad := errors.As(err, &bad)
+			if skip && isBad {
+				s.skipped(f, reasonBadRecord, "dropped a record that does not parse (on_invalid: skip)", "offset", start, "error", err)
 				continue
 			}
-			dl, ok, err := s.readDeadLetter(f, line, start, now)
-			if err != nil {
-				f.lr.unread(start)
-				if len(b.Records) > 0 || f.lr.pos() > f.reported {
-					break loop
-				}
-				return false, err
+			f.lr.unread(start)
+			if len(b.Records) > 0 || f.lr.pos() > f.reported {
+				break loop // hand over what is before it first
 			}
-			if ok {
-				b.Records = append(b.Records, dl)
+			if isBad {
+				err = fmt.Errorf("%w: fix the record or set on_invalid: skip", err)
 			}
+			return false, &LineError{Path: f.path, Offset: start, Err: err}
+		}
+		if !keep {
 			continue
-		case "csv":
-			if len(line) == 0 {
-				continue
-			}
-			if start == 0 {
-				if err := s.setHeader(f, line); err != nil {
-					f.lr.unread(start)
-					return false, &LineError{Path: f.path, Offset: start, Err: err}
-				}
-				continue
-			}
-			fields, err := splitCSV(s.fields[:0], line, s.cfg.CSVDelimiter[0])
-			s.fields = fields
-			if err == nil && len(fields) != len(f.header) {
-				err = fmt.Errorf("csv row has %d fields, the header has %d", len(fields), len(f.header))
-			}
-			if err != nil {
-				if s.cfg.OnInvalid == "skip" {
-					s.skipped.Add(1)
-					s.log.Warn("source/file: dropped a csv row that does not parse (on_invalid: skip)", "path", f.path, "offset", start, "error", err)
-					continue
-				}
-				f.lr.unread(start)
-				if len(b.Records) > 0 || f.lr.pos() > f.reported {
-					break loop
-				}
-				return false, &LineError{Path: f.path, Offset: start, Err: fmt.Errorf("%w: fix the row or set on_invalid: skip", err)}
-			}
-			m := make(map[string]any, len(fields))
-			for i, name := range f.header {
-				m[name] = fields[i]
-			}
-			rec.SetFields(m)
 		}
 		rec.Origin = record.Origin{Source: s.name, Partition: f.name, Offset: start}
-		rec.Meta = f.meta
-		rec.Time = now
+		if rec.Meta == nil { // a dead letter brings its own (dead_letter.*)
+			rec.Meta = f.meta
+		}
+		if rec.Time.IsZero() { // a dead letter keeps the record's time
+			rec.Time = now
+		}
 		b.Records = append(b.Records, rec)
 	}
 	end := f.lr.pos()
@@ -609,75 +316,154 @@ loop:
 	return true, nil
 }
 
-// warnUnterminated says, once per file, that a last line without a newline
-// was left unread: mode once never emits a line its writer may not have
-// finished, and says so rather than dropping it silently.
-func (s *Source) warnUnterminated() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, f := range s.order {
-		if n := f.lr.readPos() - f.lr.pos(); n > 0 && !f.warned {
-			f.warned = true
-			s.log.Warn("source/file: last line has no newline and was not read; append a newline to read it", "path", f.path, "offset", f.lr.pos(), "bytes", n)
+// skipped counts a record passed over under on_invalid: skip, with a warning
+// for the first few of each file (a file of bad records must not flood the
+// log; the count in the run summary and the metric is complete).
+func (s *Source) skipped(f *file, reason, msg string, args ...any) {
+	s.host.Skip(reason, 1)
+	const warnings = 5
+	if f.skipWarned < warnings {
+		f.skipWarned++
+		args = append([]any{"path", f.path}, args...)
+		if f.skipWarned == warnings {
+			args = append(args, "note", "further skipped records of this file are counted without a warning")
 		}
+		s.log.Warn("source/file: "+msg, args...)
 	}
 }
 
 // Commit durably records the positions; it returns after the state store's
-// fsync. Positions of partitions given up since are ignored.
+// fsync. Positions of partitions given up since are ignored. It does not
+// log: a failure is returned (naming the state file and the cause, e.g. a
+// full disk) and the runtime retries and reports it.
 func (s *Source) Commit(ctx context.Context, commits []connector.Commit) error {
+	type done struct {
+		f   *file
+		pos int64
+	}
 	es := make([]keyed, 0, len(commits))
+	ds := make([]done, 0, len(commits))
 	s.mu.Lock()
 	for _, c := range commits {
 		f := s.files[c.Partition]
 		if f == nil {
 			continue
 		}
-		s.growFingerprint(f)
-		es = append(es, keyed{f.key, f.entry(int64(c.Position))})
+		s.look(f)
+		es = append(es, keyed{k: f.key, e: f.entry(int64(c.Position))})
+		ds = append(ds, done{f, int64(c.Position)})
 	}
 	s.mu.Unlock()
 	if len(es) == 0 {
 		return nil
 	}
-	return s.persist(es)
+	if err := s.apply(stateChange{put: es}); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	for _, d := range ds {
+		d.f.committed = max(d.f.committed, d.pos)
+	}
+	s.mu.Unlock()
+	return nil
 }
 
-// growFingerprint extends a short fingerprint (of a file that was small when
-// found) as the file grows, so that identity rests on as many bytes as
-// configured. Called with mu held.
-func (s *Source) growFingerprint(f *file) {
-	if f.fpLen >= s.cfg.FingerprintBytes {
+// look refreshes f's size and extends a short fingerprint (of a file that was
+// small when found) as the file grows, so that identity rests on as many
+// bytes as configured. Called with mu held.
+func (s *Source) look(f *file) {
+	if f.fd == nil {
 		return
 	}
 	fi, err := f.fd.Stat()
 	if err != nil {
 		return
 	}
-	n := int(min(fi.Size(), int64(s.cfg.FingerprintBytes)))
+	f.size = fi.Size()
+	if f.fpLen >= s.cfg.FingerprintBytes {
+		return
+	}
+	n := int(min(f.size, int64(s.cfg.FingerprintBytes)))
 	if n <= f.fpLen {
 		return
 	}
-	if e := (entry{FPLen: f.fpLen, FP: f.fp}); !e.matches(f.fd, fi.Size()) {
-		return // rewritten: the next rescan starts a new incarnation
+	if e := (entry{FPLen: f.fpLen, FP: f.fp}); !e.matches(f.fd, f.size) {
+		return // rewritten: the next scan starts a new incarnation
 	}
 	if fp, err := fingerprint(f.fd, n); err == nil {
 		f.fpLen, f.fp = n, fp
 	}
 }
 
+func (f *file) entry(pos int64) entry {
+	return entry{Name: f.name, Gen: f.gen, Path: f.path, FPLen: f.fpLen, FP: f.fp, Pos: pos, Size: max(f.size, pos)}
+}
+
 // Seek makes p's next batch start at pos.
 func (s *Source) Seek(ctx context.Context, p checkpoint.Partition, pos checkpoint.Position) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	f := s.files[p]
 	if f == nil {
+		s.mu.Unlock()
 		return fmt.Errorf("source/file: seek: partition %d is not assigned", p)
 	}
-	f.lr.reset(int64(pos))
-	f.reported, f.idle, f.warned = int64(pos), false, false
-	if s.cfg.Format == "csv" && pos > 0 && f.header == nil {
-		return s.readHeader(f)
+	var lost int64
+	var err error
+	truncated := f.fd == nil // a truncated file's old incarnation
+	if !truncated {
+		if fi, serr := f.fd.Stat(); serr == nil && s.replaced(f, fi) {
+			// Truncated since the last scan: reading it at pos would read
+			// the new bytes as old ones. Nothing of it is read until the
+			// next scan has started the new incarnation.
+			truncated, f.paused = true, true
+		}
+	}
+	switch {
+	case truncated:
+		// The old bytes are gone from the file: only what is still buffered
+		// can be read again.
+		if !f.lr.rewind(int64(pos)) {
+			lost = f.lr.readPos() - int64(pos)
+			f.lr.reset(f.lr.readPos())
+			pos = checkpoint.Position(f.lr.readPos())
+		}
+	default:
+		f.lr.reset(int64(pos))
+		if s.cfg.Format == "csv" && s.cfg.CSVHeader && pos > 0 && f.header == nil {
+			err = s.readHeader(f)
+		}
+	}
+	f.reported, f.idle = int64(pos), false
+	path := f.path
+	s.mu.Unlock()
+	if lost > 0 {
+		s.log.Warn("source/file: bytes of a file were never read: it is gone (truncated, and a rewind asked for bytes no longer held)",
+			"path", path, "position", pos, "unread_bytes", lost)
+		s.host.Unread(reasonGone, lost)
+	}
+	return err
+}
+
+// readHeader reads a CSV file's header record, for reading to resume after
+// it. Called with mu held, or before the file is shared.
+func (s *Source) readHeader(f *file) error {
+	if f.fd == nil {
+		return fmt.Errorf("source/file: %s: the file was truncated; its csv header is gone", f.path)
+	}
+	lr := lineReader{src: f.fd, bufSize: 4096, maxLine: s.cfg.MaxLineBytes, csv: true, delim: s.cfg.CSVDelimiter[0]}
+	raw, _, _, st, err := lr.next()
+	if err == nil && st != lineOK {
+		err = errors.New("no complete header record")
+	}
+	if err == nil {
+		var fields []string
+		fields, err = splitCSV(nil, bytes.TrimPrefix(raw, bom), s.cfg.CSVDelimiter[0])
+		if err == nil {
+			err = s.setHeader(f, fields)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("source/file: %s: reading the csv header: %w", f.path, err)
 	}
 	return nil
 }
@@ -687,7 +473,9 @@ func (s *Source) Close(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, f := range s.order {
-		f.fd.Close()
+		if f.fd != nil {
+			f.fd.Close()
+		}
 	}
 	s.order = nil
 	if s.store != nil {

@@ -108,7 +108,7 @@ func (s *Source) open(ctx context.Context) error {
 		}
 		return s.startStream(ctx, confirmed)
 	}
-	if s.store, err = statestore.Open(stateFile(s.cfg.DataDir, s.cfg.Slot)); err != nil {
+	if s.store, err = statestore.Open(stateFile(s.cfg.DataDir, s.cfg.Slot), s.log); err != nil {
 		return fmt.Errorf("pgcdc: %w", err)
 	}
 	ph, states, known, err := loadState(s.store, s.cfg.Slot)

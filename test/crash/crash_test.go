@@ -327,6 +327,9 @@ func (sc *scenario) positions() [inputFiles]int64 {
 			return nil
 		}
 		return b.ForEach(func(k, v []byte) error {
+			if bytes.HasPrefix(k, []byte("#")) {
+				return nil // the store's own bookkeeping (the scan time)
+			}
 			f, ok := sc.keys[string(k)]
 			if !ok {
 				return fmt.Errorf("state entry %s names no input file", k)

@@ -17,4 +17,14 @@
 // TestCrashUnsafeVariantIsCaught builds the binary with the unsafe_ack tag,
 // whose file sink acknowledges a group before its chunks are visible, and
 // asserts that the same checker reports the loss.
+//
+// TestCrashLiveWriterRotation follows a log that a live writer appends to and
+// rotates (renamed, sometimes with an unfinished last line; or copied and
+// truncated) while weir is killed at random 20 times. At every kill each
+// position in the state store is a record boundary of its file, and every
+// line before it is in the output; at the end every line written is in the
+// output, except the few a copytruncate appends between its copy and its
+// truncation (in neither file, by design). TestCrashRotationUnsafeVariantIsCaught
+// builds the unsafe_rotate variant, which forgets rotated files at a restart,
+// and asserts that the checker finds lines missing.
 package crash

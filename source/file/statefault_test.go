@@ -1,0 +1,157 @@
+package file
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/weir-etl/weir/connector"
+)
+
+// tmpfs mounts a tmpfs of the given size (mount's size= syntax) on a new
+// directory and returns it with a function that resizes it. Mounting needs
+// root (CI runs as root); the test is skipped otherwise.
+func tmpfs(t *testing.T, size string) (string, func(size string)) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a small tmpfs (CI runs as root)")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
+		t.Skipf("cannot mount a tmpfs on %s (%v): this test needs root with CAP_SYS_ADMIN", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, 0); err != nil {
+			t.Errorf("unmounting %s: %v", dir, err)
+		}
+	})
+	return dir, func(size string) {
+		t.Helper()
+		if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_REMOUNT, "size="+size); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// fill fills the filesystem of dir and returns the filler's path.
+func fill(t *testing.T, dir string) string {
+	t.Helper()
+	p := filepath.Join(dir, "filler")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for {
+		if _, err := f.Write(make([]byte, 4096)); err != nil {
+			return p
+		}
+	}
+}
+
+// The state store's faults, through the source, on a tmpfs:
+//
+//   - a first start on a disk too small for the state file fails, naming the
+//     file and the cause; with space again, the next start recreates the file
+//     it left (with a warning) and reads;
+//   - a disk that fills up while new files come: the files already read go
+//     on, one warning says new files wait, and they are read once there is
+//     space;
+//   - a commit that needs more space than there is (files renamed to long
+//     paths make their entries grow past the disk's size) returns an error naming the state file and
+//     the cause, and logs nothing itself: the runtime retries and reports.
+func TestStateFaults(t *testing.T) {
+	in := t.TempDir()
+	write(t, filepath.Join(in, "a.log"), "1\n2\n")
+	long := in
+	for len(long) < 3500 {
+		long = filepath.Join(long, strings.Repeat("d", 250))
+	}
+	must(t, os.MkdirAll(long, 0o755))
+	state, resize := tmpfs(t, "4k")
+	cfg := testConfig(in, func(c *Config) {
+		c.DataDir, c.Mode = state, "tail"
+		c.Paths = []string{filepath.Join(in, "*.log"), filepath.Join(long, "*.log")}
+	})
+	src, err := New("in", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = src.Open(context.Background(), newHost())
+	path := StatePath(state, "in")
+	if err == nil || !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "free space") {
+		t.Fatalf("open on a full disk: %v; want ENOSPC naming %s and saying to free space", err, path)
+	}
+
+	resize("256k")
+	h := open(t, cfg)
+	if log := h.host.log.String(); !strings.Contains(log, "level=WARN") || !strings.Contains(log, "recreating it") {
+		t.Fatalf("no warning that the state file was recreated:\n%s", log)
+	}
+	h.pollUntil("both lines", func() bool { return h.count() == 2 })
+
+	// New files on a full disk.
+	filler := fill(t, state)
+	for i := range 100 {
+		write(t, filepath.Join(in, fmt.Sprintf("new-%02d-%s.log", i, strings.Repeat("n", 100))), "x\n")
+	}
+	appendTo(t, filepath.Join(in, "a.log"), "3\n")
+	h.pollUntil("a.log's new line and a warning", func() bool {
+		return h.count() == 3 && strings.Contains(h.host.log.String(), "cannot record files in the state store")
+	})
+	for range 20 { // more scans fail the same way
+		h.pollFor(5 * time.Millisecond)
+	}
+	if n := strings.Count(h.host.log.String(), "cannot record files in the state store"); n != 1 || h.count() == 103 {
+		t.Fatalf("%d warnings that new files wait, %d lines read: want one warning, and the new files waiting\n%s", n, h.count(), h.host.log)
+	}
+	must(t, os.Remove(filler))
+	h.pollUntil("the new files", func() bool { return h.count() == 103 })
+	if !strings.Contains(h.host.log.String(), "records files again") {
+		t.Fatalf("no word that the state store works again:\n%s", h.host.log)
+	}
+	h.commitAll()
+
+	// A commit whose entries grow on a full disk.
+	ents, err := os.ReadDir(in)
+	must(t, err)
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".log") {
+			must(t, os.Rename(filepath.Join(in, e.Name()), filepath.Join(long, e.Name())))
+		}
+	}
+	h.pollUntil("the renames seen", func() bool {
+		h.src.mu.Lock()
+		defer h.src.mu.Unlock()
+		for _, f := range h.src.order {
+			if !strings.HasPrefix(f.path, long) {
+				return false
+			}
+		}
+		return true
+	})
+	var all []connector.Commit
+	for p, e := range h.ends {
+		all = append(all, connector.Commit{Partition: p, Position: e})
+	}
+	filler = fill(t, state)
+	logged := len(h.host.log.String())
+	failed := h.src.Commit(context.Background(), all)
+	if failed == nil || !errors.Is(failed, syscall.ENOSPC) || !strings.Contains(failed.Error(), path) || !strings.Contains(failed.Error(), "free space") {
+		t.Fatalf("commit on a full disk: %v; want ENOSPC naming %s and saying to free space", failed, path)
+	}
+	if more := h.host.log.String()[logged:]; strings.Contains(more, "level=WARN") || strings.Contains(more, "level=ERROR") {
+		t.Fatalf("Commit logged its failure itself:\n%s", more)
+	}
+	must(t, os.Remove(filler))
+	resize("2m") // the grown entries need more than the whole disk had
+	if err := h.src.Commit(context.Background(), all); err != nil {
+		t.Fatalf("commit with space again: %v", err)
+	}
+}

@@ -1,0 +1,8 @@
+//go:build !unsafe_rotate
+
+package file
+
+// unsafeIgnoreRotated is false in every normal build: see unsafe_on.go, which
+// only a build with the unsafe_rotate tag compiles, for the deliberately
+// broken source the crash test must catch.
+const unsafeIgnoreRotated = false
