@@ -222,7 +222,11 @@ func (l *cpLoop) final(ctx context.Context) {
 	s.finalParts = len(l.states)
 	for _, ps := range l.states {
 		s.finalPos += int64(ps.Committed)
+		if ps.Blocked || ps.Watermark > ps.Committed {
+			s.leftBehind = append(s.leftBehind, s.partName(ps.Partition))
+		}
 	}
+	s.leftInFlight = s.inflightBatches.Load()
 	for id, r := range l.waiting {
 		delete(l.waiting, id)
 		r.done <- errors.New("pipeline: shutting down before the partition drained")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/weir-etl/weir/checkpoint"
 )
@@ -67,6 +68,48 @@ func (e *SpecError) Error() string {
 
 // Unwrap returns ErrSpec, for errors.Is.
 func (e *SpecError) Unwrap() error { return ErrSpec }
+
+// IncompleteError is returned by Run when it stopped gracefully (its context
+// was cancelled) with data read but not delivered: a sink still failing, or
+// writes the shutdown timeout cut short. Everything durable was committed;
+// what is listed is read again next time.
+type IncompleteError struct {
+	// Partitions whose committed position stops before data that was read,
+	// as "source/partition".
+	Partitions []string
+	// InFlight is the batches read and never resolved.
+	InFlight int64
+	// Failing lists the sinks failing when the run stopped.
+	Failing []SinkFailure
+}
+
+func (e *IncompleteError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "pipeline: stopped with data read but not delivered (it is read again next time; everything durable was committed): %d partitions behind", len(e.Partitions))
+	if len(e.Partitions) > 0 {
+		shown := e.Partitions[:min(len(e.Partitions), 5)]
+		fmt.Fprintf(&b, " (%s", strings.Join(shown, ", "))
+		if len(e.Partitions) > len(shown) {
+			fmt.Fprintf(&b, ", and %d more", len(e.Partitions)-len(shown))
+		}
+		b.WriteString(")")
+	}
+	if e.InFlight > 0 {
+		fmt.Fprintf(&b, ", %d batches unresolved", e.InFlight)
+	}
+	for _, f := range e.Failing {
+		fmt.Fprintf(&b, "; sink %s failing for %v: %s", f.Sink, roughly(time.Duration(f.FailingForMillis)*time.Millisecond), f.Error)
+	}
+	return b.String()
+}
+
+// roughly rounds d for a message: to 100ms under 10s, to the second above.
+func roughly(d time.Duration) time.Duration {
+	if d < 10*time.Second {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Second)
+}
 
 // HaltError is returned by Run when a failure stopped the pipeline: a sink
 // whose policy is Halt gave up on a write, or a record was rejected where no

@@ -37,6 +37,10 @@ type SourceReport struct {
 	// (connector.Host.Unread), by reason. Both are nil when there were none.
 	Skipped map[string]int64
 	Unread  map[string]int64
+	// Behind lists the partitions whose committed position stopped before
+	// data that was read (a sink failing at the end, writes cut short by the
+	// shutdown timeout): that data is read again next time.
+	Behind []string
 }
 
 // UnreadBytes returns the bytes of input left unread by every source.
@@ -82,6 +86,9 @@ type SinkReport struct {
 	// Skipped is the replayed records the sink already held durably and
 	// was not given again (see docs/runtime.md, per-sink progress).
 	Skipped int64
+	// Failing is the sink's last error when it was failing at the end, ""
+	// otherwise.
+	Failing string
 	// Output is the sink's own line from connector.Describer, or "".
 	Output string
 }
@@ -116,7 +123,7 @@ func (rt *runtime) report(start time.Time) *Report {
 	for _, s := range rt.sources {
 		skipped, unread := s.skips.snapshot()
 		r.Sources = append(r.Sources, SourceReport{Name: s.spec.Name, Read: s.read,
-			Partitions: s.finalParts, Committed: s.finalPos, Skipped: skipped, Unread: unread})
+			Partitions: s.finalParts, Committed: s.finalPos, Skipped: skipped, Unread: unread, Behind: s.leftBehind})
 	}
 	for i := range rt.g.transforms {
 		ct := &rt.g.transforms[i]
@@ -126,6 +133,9 @@ func (rt *runtime) report(start time.Time) *Report {
 	}
 	for _, s := range rt.sinks {
 		sr := SinkReport{Name: s.spec.Name, Written: s.written.Load(), Failed: s.failed, Skipped: s.skipped.Load()}
+		if f, failing := s.health.failure(s.spec.Name, rt.now()); failing {
+			sr.Failing = f.Error
+		}
 		if d, ok := s.spec.Sink.(connector.Describer); ok {
 			sr.Output = d.Describe()
 		}

@@ -158,6 +158,9 @@ func (rt *runtime) run(ctx context.Context) error {
 	if err := rt.firstErr(); err != nil {
 		return err
 	}
+	if err := rt.incomplete(); err != nil {
+		errs = append([]error{err}, errs...)
+	}
 	return errors.Join(errs...)
 }
 
@@ -319,6 +322,28 @@ func (rt *runtime) closeAll(ctx context.Context) []error {
 		}
 	}
 	return errs
+}
+
+// incomplete returns an *IncompleteError when the final commit left data
+// behind, nil otherwise.
+func (rt *runtime) incomplete() error {
+	e := &IncompleteError{}
+	for _, s := range rt.sources {
+		for _, p := range s.leftBehind {
+			e.Partitions = append(e.Partitions, s.spec.Name+"/"+p)
+		}
+		e.InFlight += s.leftInFlight
+	}
+	if len(e.Partitions) == 0 && e.InFlight == 0 {
+		return nil
+	}
+	now := rt.now()
+	for _, s := range rt.sinks {
+		if f, failing := s.health.failure(s.spec.Name, now); failing {
+			e.Failing = append(e.Failing, f)
+		}
+	}
+	return e
 }
 
 // sourceFinished notes that a finite source is read, delivered and

@@ -94,6 +94,11 @@ type sourceRunner struct {
 	finalParts int
 	finalPos   int64
 	skips      skipCounts
+	// What the final commit left behind, for IncompleteError: partitions
+	// blocked by a failure or not committed to their watermark, and batches
+	// still unresolved.
+	leftBehind   []string
+	leftInFlight int64
 }
 
 func newSourceRunner(rt *runtime, idx int, spec SourceSpec) *sourceRunner {

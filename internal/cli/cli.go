@@ -54,11 +54,19 @@ Exit codes:
   0    success
   1    configuration error
   2    usage error
-  3    runtime failure, or a failure policy halted the pipeline
+  3    runtime failure; a failure policy or give_up_after halted the
+       pipeline; or it was stopped with data read but not delivered (a
+       sink still failing): everything durable was committed, the rest is
+       read again next time, and the summary says what was left
   4    finished, but input was left unread (files gone before they were
        read to their end: the summary and the warnings say which)
   130  a second interrupt (SIGINT/SIGTERM) exited at once; the first one
        shuts down gracefully, committing only what is durable
+
+Signals: the first SIGINT or SIGTERM shuts down gracefully. A second one
+at least 1s later exits at once (130); one within 1s of the first is taken
+as the same interrupt (coreutils timeout, a process group and a supervisor
+may each deliver the same stop). SIGHUP is logged and ignored.
 `
 
 // Main runs the command line with args (without the program name) and
@@ -71,9 +79,20 @@ func Main(args []string, stdout, stderr io.Writer) int {
 // command is one invocation of the command line.
 type command struct {
 	stdout, stderr io.Writer
-	// signals delivers interrupts to run; nil means SIGINT and SIGTERM.
+	// signals delivers interrupts to run; nil means SIGINT, SIGTERM and
+	// SIGHUP.
 	signals <-chan os.Signal
+	// now is the clock of the double-interrupt rule; nil means time.Now.
+	now func() time.Time
 }
+
+// repeatWindow is how soon after a first interrupt a second one is taken as
+// the same stop delivered twice rather than as "exit now". `timeout` sends its
+// signal to the command and to its whole process group, and a supervisor
+// may signal both a process and its group: the copies arrive within
+// milliseconds of each other, far inside it, while a person pressing Ctrl-C
+// again waits longer than that.
+const repeatWindow = time.Second
 
 func (c *command) main(args []string) int {
 	if len(args) == 0 {
@@ -225,10 +244,14 @@ func (c *command) run(args []string) int {
 	log := slog.New(slog.NewTextHandler(c.stderr, nil))
 	sigs := c.signals
 	if sigs == nil {
-		ch := make(chan os.Signal, 2)
-		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+		ch := make(chan os.Signal, 4)
+		signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 		defer signal.Stop(ch)
 		sigs = ch
+	}
+	now := c.now
+	if now == nil {
+		now = time.Now
 	}
 	if cpuProfile != "" {
 		stopProfile, err := startCPUProfile(cpuProfile)
@@ -251,22 +274,27 @@ func (c *command) run(args []string) int {
 	defer stop()
 	done := make(chan error, 1)
 	go func() { done <- pipeline.Run(ctx, spec, opts...) }()
-	interrupted := false
+	var first time.Time // of the first interrupt
 	for {
 		select {
 		case err := <-done:
 			return c.exitCode(err, report)
-		case <-sigs:
-			if !interrupted {
-				interrupted = true
-				log.Info("interrupt: shutting down gracefully (interrupt again to exit at once)")
+		case sig := <-sigs:
+			switch {
+			case sig == syscall.SIGHUP:
+				log.Warn("SIGHUP ignored: weir does not reload its configuration; stop it (SIGTERM) and start it again to change it")
+			case first.IsZero():
+				first = now()
+				log.Info("interrupt: shutting down gracefully (interrupt again, a second or more later, to exit at once)", "signal", sig.String())
 				stop()
-				continue
+			case now().Sub(first) < repeatWindow:
+				log.Info("the same interrupt again within a second: still shutting down gracefully", "signal", sig.String())
+			default:
+				// The pipeline is left running; the process exits with this
+				// code, and whatever was not committed is read again next time.
+				fmt.Fprintln(c.stderr, "weir: second interrupt: exiting at once; uncommitted data will be read again")
+				return ExitSignal
 			}
-			// The pipeline is left running; the process exits with this code,
-			// and whatever was not committed is read again next time.
-			fmt.Fprintln(c.stderr, "weir: second interrupt: exiting at once; uncommitted data will be read again")
-			return ExitSignal
 		}
 	}
 }
@@ -275,8 +303,11 @@ const runDoc = `Runs the pipeline until interrupted or its input ends, then prin
 on stderr: records read per source (with what it skipped or left unread, and
 why), in and out (and dropped) per transform, written per sink with where its
 output is, and the committed positions. A run that left input unread exits
-with code 4. The first SIGINT or SIGTERM shuts down gracefully; a second exits
-at once with code 130.`
+with code 4; a run stopped with data read but not delivered (a sink still
+failing) exits with code 3. The first SIGINT or SIGTERM shuts down
+gracefully; a second, a second or more later, exits at once with code 130
+(one within a second is the same interrupt delivered twice). SIGHUP is
+logged and ignored.`
 
 // startCPUProfile starts writing a CPU profile to path and returns the
 // function that stops it and closes the file.

@@ -9,7 +9,9 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/record"
@@ -213,24 +215,57 @@ func TestHelpListsTypes(t *testing.T) {
 
 // runGate starts "weir run" on the gate pipeline with injected signals, and
 // returns once the sink is writing.
-func runGate(t *testing.T) (sigs chan os.Signal, code chan int, stderr *syncBuffer) {
+func runGate(t *testing.T) (sigs chan os.Signal, code chan int, stderr *syncBuffer, clock *stepClock) {
 	t.Helper()
 	gateEntered, gateRelease = make(chan struct{}), make(chan struct{})
 	entered := gateEntered
 	path := writeConfig(t, gateConfig)
 	sigs, code, stderr = make(chan os.Signal), make(chan int, 1), &syncBuffer{}
-	c := &command{stdout: &syncBuffer{}, stderr: stderr, signals: sigs}
+	clock = &stepClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	c := &command{stdout: &syncBuffer{}, stderr: stderr, signals: sigs, now: clock.now}
 	go func() { code <- c.main([]string{"run", "-c", path}) }()
 	<-entered
-	return sigs, code, stderr
+	return sigs, code, stderr, clock
+}
+
+// waitFor waits until the command wrote s on stderr: it handled a signal.
+func waitFor(t *testing.T, stderr *syncBuffer, s string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(stderr.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("stderr never said %q:\n%s", s, stderr)
+		}
+		time.Sleep(time.Millisecond) // polling another goroutine's output
+	}
+}
+
+// stepClock is a clock the test moves.
+type stepClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *stepClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *stepClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
 }
 
 // Guarantee: the first interrupt shuts down gracefully (exit 0 once the
-// pipeline stopped); a second one exits at once with 130, without waiting for
-// a sink that holds shutdown up.
+// pipeline stopped); a second one, a second or more later, exits at once
+// with 130, without waiting for a sink that holds shutdown up; one within a
+// second of the first (the same stop delivered twice, as coreutils timeout
+// does) and SIGHUP change nothing.
 func TestSignals(t *testing.T) {
 	t.Run("one", func(t *testing.T) {
-		sigs, code, stderr := runGate(t)
+		sigs, code, stderr, _ := runGate(t)
 		release := gateRelease
 		sigs <- os.Interrupt
 		close(release)
@@ -238,12 +273,30 @@ func TestSignals(t *testing.T) {
 			t.Errorf("exit %d after one interrupt, want 0\n%s", c, stderr)
 		}
 	})
+	t.Run("the same twice", func(t *testing.T) {
+		sigs, code, stderr, clock := runGate(t)
+		release := gateRelease
+		sigs <- syscall.SIGTERM
+		waitFor(t, stderr, "shutting down gracefully")
+		clock.add(10 * time.Millisecond)
+		sigs <- syscall.SIGTERM
+		sigs <- syscall.SIGHUP
+		close(release)
+		if c := <-code; c != ExitOK {
+			t.Errorf("exit %d after one SIGTERM delivered twice and a SIGHUP, want 0 (graceful)\n%s", c, stderr)
+		}
+		if s := stderr.String(); !strings.Contains(s, "the same interrupt again") || !strings.Contains(s, "SIGHUP ignored") {
+			t.Errorf("stderr does not tell of the repeat and the SIGHUP:\n%s", s)
+		}
+	})
 	t.Run("two", func(t *testing.T) {
-		sigs, code, stderr := runGate(t)
+		sigs, code, stderr, clock := runGate(t)
 		release := gateRelease
 		defer close(release) // let the abandoned pipeline finish
 		sigs <- os.Interrupt
-		sigs <- os.Interrupt // received only after the first was handled
+		waitFor(t, stderr, "shutting down gracefully")
+		clock.add(2 * time.Second)
+		sigs <- os.Interrupt
 		if c := <-code; c != ExitSignal {
 			t.Errorf("exit %d after two interrupts, want 130", c)
 		}

@@ -33,6 +33,9 @@ func summary(r *pipeline.Report) string {
 		if n := total(s.Unread); n > 0 {
 			read += fmt.Sprintf(", %d bytes unread (%s)", n, reasons(s.Unread))
 		}
+		if n := len(s.Behind); n > 0 {
+			read += fmt.Sprintf(", %d partitions left behind what was read (read again next time)", n)
+		}
 		fmt.Fprintf(tw, "  source\t%s\t%s\tcommitted %d partitions, positions summing to %d\n", s.Name, read, s.Partitions, s.Committed)
 	}
 	for _, t := range r.Transforms {
@@ -50,6 +53,12 @@ func summary(r *pipeline.Report) string {
 		var parts []string
 		if s.Failed > 0 {
 			parts = append(parts, fmt.Sprintf("%d failed", s.Failed))
+		}
+		if s.Skipped > 0 {
+			parts = append(parts, fmt.Sprintf("%d already held, not written again", s.Skipped))
+		}
+		if s.Failing != "" {
+			parts = append(parts, "failing at the end: "+s.Failing)
 		}
 		if s.Output != "" {
 			parts = append(parts, s.Output)
