@@ -39,17 +39,20 @@ func (s *sinkRunner) retry(ctx context.Context, err error) {
 	r := s.spec.Retry
 	start := time.Now()
 	backoff := r.InitialBackoff
+	split := false
 	for attempt := 1; ; attempt++ {
 		s.rt.m.writeErrors.WithLabelValues(s.spec.Name).Inc()
 		s.noteFailure(err, "write")
 		if aerr := s.spec.Sink.Abort(ctx); aerr != nil {
 			s.log.Warn("abort failed", "err", aerr)
 		}
-		if tooLarge(err) && len(s.group) > 1 {
+		if tooLarge(err) && len(s.group) > 1 && !split {
+			// Once per retry: a part that still fails alone is a failure
+			// like any other, retried with backoff and then given up on.
+			split = true
 			if err = s.writeInParts(ctx); err == nil {
 				return
 			}
-			continue
 		}
 		wait := backoff/2 + rand.N(backoff/2+1)
 		if attempt >= r.MaxAttempts || time.Since(start)+wait > r.MaxElapsed || ctx.Err() != nil {
@@ -89,7 +92,11 @@ func (s *sinkRunner) retry(ctx context.Context, err error) {
 		s.health.giveUp()
 		err = fmt.Errorf("gave up after failing for %v (give_up_after %v): %w", d.Round(time.Second), s.spec.GiveUpAfter, err)
 	}
-	s.log.Error("write failed; giving up on the group", "records", len(s.group), "policy", policy.String(), "err", err)
+	// Logged the first time and then at doubling counts: a sink that fails
+	// for good gives up on a group at every rewind.
+	if s.giveUps++; s.giveUps&(s.giveUps-1) == 0 || policy != s.spec.OnFailure {
+		s.log.Error("write failed; giving up on the group", "records", len(s.group), "policy", policy.String(), "times", s.giveUps, "err", err)
+	}
 	recs := s.group
 	s.group = nil // policy may keep the slice (dead letters copy it first)
 	resolveEntries(s.entries, entryFailed)
@@ -138,7 +145,7 @@ func (s *sinkRunner) writeInParts(ctx context.Context) error {
 		s.ack(&s.set, part)
 		clear(recs[:n])
 		recs = recs[n:]
-		s.log.Info("wrote a part of a group too large to write at once", "records", len(part), "left", len(recs))
+		s.log.Debug("wrote a part of a group too large to write at once", "records", len(part), "left", len(recs))
 	}
 	s.group = s.group[:0]
 	s.ackGroup()

@@ -104,6 +104,7 @@ type sinkRunner struct {
 	mFailures prometheus.Gauge
 
 	caughtUpAt time.Time // the last flush because a source caught up
+	giveUps    int       // groups given up on, for logging with backoff
 }
 
 func (s *sinkRunner) run(ctx context.Context) {
@@ -273,6 +274,7 @@ func (s *sinkRunner) flush(ctx context.Context) {
 }
 func (s *sinkRunner) ackGroup() {
 	s.noteSuccess()
+	s.giveUps = 0
 	resolveEntries(s.entries, entryDone)
 	noteStored(s.kept)
 	s.ack(&s.set, s.group)

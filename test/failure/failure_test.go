@@ -1,0 +1,382 @@
+//go:build e2e
+
+// Package failure runs the real weir binary through failures that persist
+// and through signals: a failure must show from outside (readiness, stall
+// warnings, exit code, summary) and end, and a stop must be graceful.
+package failure
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func buildWeir(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "weir")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/weir")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func write(t *testing.T, path, content string) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// syncBuffer collects a process's stderr.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitFor polls cond until it holds or the deadline passes (an external
+// process is watched: there is nothing to synchronise with).
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+const genConfig = `
+sources:
+  gen: { type: generate, rate: 2000, batch_size: 50, partitions: 2 }
+sinks:
+  out: { type: file, inputs: [gen], path: %s, format: ndjson, max_age: 100ms }
+checkpoint: { commit_interval: 100ms }
+metrics: { address: "off" }
+`
+
+// Guarantee: a single SIGTERM is always a graceful stop, also when it is
+// delivered twice at once, as coreutils timeout does (to the command and to
+// its process group). Before, some runs under timeout exited 130 without
+// their final commit.
+func TestTimeoutStopsGracefully(t *testing.T) {
+	bin := buildWeir(t)
+	dir := t.TempDir()
+	cfg := write(t, filepath.Join(dir, "p.yaml"), fmt.Sprintf(genConfig, filepath.Join(dir, "out")))
+	for i := range 20 {
+		var stderr bytes.Buffer
+		cmd := exec.Command("timeout", "--preserve-status", "-s", "TERM", "0.7", bin, "run", "-c", cfg)
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		if err != nil || !strings.Contains(stderr.String(), "run summary") || strings.Contains(stderr.String(), "second interrupt") {
+			t.Fatalf("run %d under timeout: %v (want exit 0 after a graceful stop with its summary)\n%s", i+1, err, stderr.String())
+		}
+	}
+}
+
+// Guarantee: SIGHUP neither kills weir nor goes unnoticed: it is logged and
+// ignored, and a SIGTERM afterwards stops it gracefully. Before, SIGHUP
+// killed weir at once (exit 129, no summary, the lock file left).
+func TestSIGHUPIsIgnored(t *testing.T) {
+	bin := buildWeir(t)
+	dir := t.TempDir()
+	cfg := write(t, filepath.Join(dir, "p.yaml"), fmt.Sprintf(genConfig, filepath.Join(dir, "out")))
+	stderr := &syncBuffer{}
+	cmd := exec.Command(bin, "run", "-c", cfg)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	waitFor(t, "the pipeline writes", 30*time.Second, func() bool {
+		m, _ := filepath.Glob(filepath.Join(dir, "out", "*"))
+		return len(m) > 0
+	})
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "SIGHUP logged", 10*time.Second, func() bool { return strings.Contains(stderr.String(), "SIGHUP ignored") })
+	select {
+	case err := <-done:
+		t.Fatalf("weir exited after SIGHUP: %v\n%s", err, stderr)
+	default:
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil || !strings.Contains(stderr.String(), "run summary") {
+		t.Fatalf("after SIGTERM: %v, want exit 0 with a summary\n%s", err, stderr)
+	}
+}
+
+// Guarantee: a second interrupt, a second or more after the first, exits
+// at once with 130, even while a sink holds the graceful stop up.
+func TestSecondInterruptExitsAtOnce(t *testing.T) {
+	bin := buildWeir(t)
+	dir := t.TempDir()
+	cfg := write(t, filepath.Join(dir, "p.yaml"), fmt.Sprintf(`
+sources:
+  gen: { type: generate, rate: 500, batch_size: 50 }
+sinks:
+  out:
+    type: file
+    inputs: [gen]
+    path: %s/out
+    format: ndjson
+    max_age: 100ms
+    retry: { max_attempts: 1000, initial_backoff: 100ms, max_backoff: 200ms, max_elapsed: 1h }
+checkpoint: { commit_interval: 100ms, shutdown_timeout: 1m }
+metrics: { address: "off" }
+`, dir))
+	stderr := &syncBuffer{}
+	cmd := exec.Command(bin, "run", "-c", cfg)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// Once it wrote, the directory vanishes: a file takes its place, and
+	// every write fails from then on.
+	out := filepath.Join(dir, "out")
+	waitFor(t, "the pipeline writes", 30*time.Second, func() bool {
+		m, _ := filepath.Glob(filepath.Join(out, "*", "*.ndjson"))
+		return len(m) > 0
+	})
+	if err := os.RemoveAll(out); err != nil {
+		t.Fatal(err)
+	}
+	write(t, out, "a file where the sink wants a directory")
+	waitFor(t, "the sink fails", 30*time.Second, func() bool { return strings.Contains(stderr.String(), "write failed") })
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	waitFor(t, "the first interrupt handled", 10*time.Second, func() bool { return strings.Contains(stderr.String(), "shutting down gracefully") })
+	time.Sleep(1200 * time.Millisecond) // a person pressing Ctrl-C again: past the one-second window
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errorsAs(err, &ee) || ee.ExitCode() != 130 {
+			t.Fatalf("exit %v after a second interrupt, want 130\n%s", err, stderr)
+		}
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("weir did not exit after a second interrupt\n%s", stderr)
+	}
+}
+
+func errorsAs(err error, ee **exec.ExitError) bool {
+	e, ok := err.(*exec.ExitError)
+	if ok {
+		*ee = e
+	}
+	return ok
+}
+
+// tmpfs mounts a tmpfs of size (mount's syntax) on a new directory, or
+// skips the test when it cannot (CI runs as root).
+func tmpfs(t *testing.T, size string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a small tmpfs (CI runs as root)")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
+		t.Skipf("cannot mount a tmpfs on %s: %v", dir, err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+	return dir
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// input writes n NDJSON lines of about 100 bytes, ids 0..n-1.
+func input(t *testing.T, path string, n int) {
+	t.Helper()
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `{"id":%d,"pad":"%s"}`+"\n", i, strings.Repeat("x", 80))
+	}
+	write(t, path, b.String())
+}
+
+const fullDiskConfig = `
+sources:
+  in: { type: file, paths: [%[1]s/in/*.ndjson], mode: once, data_dir: %[1]s/state }
+sinks:
+  lake:
+    type: file
+    inputs: [in]
+    path: %[2]s/lake
+    format: ndjson
+    give_up_after: 3s
+    retry: { max_attempts: 2, initial_backoff: 50ms, max_backoff: 100ms, max_elapsed: 1s }
+    %[3]s
+%[4]s
+checkpoint: { commit_interval: 100ms, stall_warning: 1s }
+metrics: { address: %[5]s }
+`
+
+// Guarantee: a sink that fails for good (its disk is full) is visible from
+// outside and ends: the stall age grows past stall_warning, /readyz turns
+// 503 naming the sink and its error, the stall warning is logged once, and
+// give_up_after halts the once job with exit code 3 and a summary naming the
+// sink. Before, it rewound for ever behind a green /healthz.
+func TestFullDiskHaltsVisibly(t *testing.T) {
+	small := tmpfs(t, "64k")
+	bin := buildWeir(t)
+	dir := t.TempDir()
+	input(t, filepath.Join(dir, "in", "a.ndjson"), 5000)
+	addr := freePort(t)
+	cfg := write(t, filepath.Join(dir, "p.yaml"), fmt.Sprintf(fullDiskConfig, dir, small, "", "", addr))
+	stderr := &syncBuffer{}
+	cmd := exec.Command(bin, "run", "-c", cfg)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var ready struct {
+		Ready   bool `json:"ready"`
+		Reasons []struct {
+			Kind, Sink, Partition, Message string
+		} `json:"reasons"`
+	}
+	sawNotReady := false
+	for !sawNotReady {
+		select {
+		case err := <-done:
+			t.Fatalf("weir ended (%v) before /readyz turned 503\n%s", err, stderr)
+		default:
+		}
+		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusServiceUnavailable && json.Unmarshal(body, &ready) == nil {
+				for _, r := range ready.Reasons {
+					sawNotReady = sawNotReady || (r.Kind == "sink" && r.Sink == "lake" && strings.Contains(r.Message, "no space left on device"))
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	err := <-done
+	var ee *exec.ExitError
+	if !errorsAs(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("exit %v, want 3 (gave up)\n%s", err, stderr)
+	}
+	out := stderr.String()
+	if !strings.Contains(out, "sink lake") || !strings.Contains(out, "gave up after failing for") || !strings.Contains(out, "no space left on device") {
+		t.Errorf("the end does not name the sink, the give-up and the error:\n%s", out)
+	}
+	if !strings.Contains(out, "run summary") {
+		t.Errorf("no summary:\n%s", out)
+	}
+	if n := strings.Count(out, "partition stalled"); n != 1 {
+		t.Errorf("%d stall warnings for one stall, want 1:\n%s", n, out)
+	}
+}
+
+// Guarantee: with on_give_up dead_letter, a sink that fails for good sends
+// what it cannot write to its dead letter sink and the job ends: every
+// input record is in the sink or the dead letter sink, none missing.
+func TestFullDiskGivesUpToDeadLetter(t *testing.T) {
+	small := tmpfs(t, "64k")
+	bin := buildWeir(t)
+	dir := t.TempDir()
+	const n = 5000
+	input(t, filepath.Join(dir, "in", "a.ndjson"), n)
+	cfg := write(t, filepath.Join(dir, "p.yaml"), fmt.Sprintf(fullDiskConfig, dir, small,
+		"on_give_up: dead_letter\n    dead_letter: dead",
+		fmt.Sprintf("  dead: { type: file, path: %s/dead, format: ndjson }", dir), `"off"`))
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "run", "-c", cfg)
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run: %v, want exit 0 (what could not be written went to the dead letter sink)\n%s", err, stderr.String())
+	}
+	seen := map[int]int{}
+	count := func(root string, envelope bool) {
+		files, _ := filepath.Glob(filepath.Join(root, "*", "*.ndjson"))
+		more, _ := filepath.Glob(filepath.Join(root, "*.ndjson"))
+		for _, f := range append(files, more...) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc := bufio.NewScanner(bytes.NewReader(data))
+			sc.Buffer(nil, 1<<20)
+			for sc.Scan() {
+				line := sc.Bytes()
+				if envelope {
+					var env struct {
+						Value json.RawMessage `json:"value"`
+					}
+					if err := json.Unmarshal(line, &env); err != nil {
+						t.Fatalf("dead letter %s: %v", line, err)
+					}
+					line = env.Value
+				}
+				var r struct{ ID int }
+				if err := json.Unmarshal(line, &r); err != nil {
+					t.Fatalf("%s: %s: %v", f, line, err)
+				}
+				seen[r.ID]++
+			}
+		}
+	}
+	count(filepath.Join(small, "lake"), false)
+	count(filepath.Join(dir, "dead"), true)
+	missing := 0
+	for i := range n {
+		if seen[i] == 0 {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Fatalf("%d of %d records in neither the sink nor the dead letter sink\n%s", missing, n, stderr.String())
+	}
+}
