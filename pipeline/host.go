@@ -38,6 +38,7 @@ func (s *sourceRunner) Assign(name string, start checkpoint.Position) checkpoint
 	s.gens[p]++
 	s.starts[p] = start
 	s.iss.Assign(p, start)
+	s.rt.events.add(Event{Kind: EventAssigned, Source: s.spec.Name, Partitions: []string{name}, Message: "assigned"})
 	return p
 }
 
@@ -83,6 +84,7 @@ func (s *sourceRunner) Revoke(ctx context.Context, ps ...checkpoint.Partition) e
 	}
 	ctx, stop := s.hostCtx(ctx)
 	defer stop()
+	s.rt.events.add(Event{Kind: EventRevoking, Source: s.spec.Name, Partitions: s.partNames(ps), Message: "revoking: draining in-flight batches before the final commit"})
 	s.revokeIssuing(ps)
 	timeout := s.rt.g.spec.Checkpoint.DrainTimeout
 	deadline := s.rt.now().Add(timeout)
@@ -125,6 +127,7 @@ func (s *sourceRunner) Lost(ps ...checkpoint.Partition) {
 		return
 	}
 	s.revokeIssuing(ps)
+	s.rt.events.add(Event{Kind: EventLost, Source: s.spec.Name, Partitions: s.partNames(ps), Message: "lost: forgotten without a commit; what was not committed is read again by the next owner"})
 	_ = s.hostRequest(context.Background(), hostReq{ps: slices.Clone(ps), lost: true})
 }
 

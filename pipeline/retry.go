@@ -88,6 +88,7 @@ func (s *sinkRunner) retry(ctx context.Context, err error) {
 		}
 		s.health.giveUp()
 		err = fmt.Errorf("gave up after failing for %v (give_up_after %v): %w", d.Round(time.Second), s.spec.GiveUpAfter, err)
+		s.rt.events.add(Event{Kind: EventGaveUp, Sink: s.spec.Name, Message: fmt.Sprintf("on_give_up %s: %v", policy, err)})
 	}
 	s.log.Error("write failed; giving up on the group", "records", len(s.group), "policy", policy.String(), "err", err)
 	recs := s.group
