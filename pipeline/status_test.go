@@ -381,3 +381,46 @@ func TestStatusPageLeavesAnEmbeddersRootAlone(t *testing.T) {
 		t.Errorf("GET /api/v1/status: %d, want 200", resp.StatusCode)
 	}
 }
+
+// BenchmarkStatusTenThousandPartitions measures a read of /api/v1/status,
+// the worst 100 of 10,000 partitions listed, through HTTP. Snapshots are
+// taken at most every 200 ms, so most reads reuse one; a read that takes
+// one is reported as snapshot-read-ms.
+func BenchmarkStatusTenThousandPartitions(b *testing.B) {
+	sp := &pipeline.Spec{
+		Sources:    []pipeline.SourceSpec{{Name: "idle", Source: newQuietSource(10000)}},
+		Sinks:      []pipeline.SinkSpec{{Name: "out", Inputs: []string{"idle"}, Sink: blackhole.New()}},
+		Checkpoint: pipeline.CheckpointSettings{CommitInterval: time.Second},
+		Metrics:    pipeline.MetricsSettings{Address: "127.0.0.1:0"},
+	}
+	addr := make(chan string, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- pipeline.Run(ctx, sp, quiet, pipeline.WithListening(func(a string) { addr <- a })) }()
+	base := "http://" + <-addr
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if st, _ := getStatus(b, base, ""); st.Sources[0].PartitionCount == 10000-2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("the partitions were never all assigned")
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // past the snapshot interval: the next read takes one
+	t0 := time.Now()
+	_, body := getStatus(b, base, "")
+	snapshotRead := time.Since(t0)
+	b.ResetTimer()
+	for b.Loop() {
+		if code, _ := httpGet(b, base+"/api/v1/status"); code != http.StatusOK {
+			b.Fatal(code)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(snapshotRead.Microseconds())/1000, "snapshot-read-ms")
+	b.ReportMetric(float64(len(body)), "bytes")
+	cancel()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+}
