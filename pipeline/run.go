@@ -137,6 +137,7 @@ func (rt *runtime) run(ctx context.Context) error {
 	start := time.Now()
 	srv, err := rt.open(ctx)
 	if err != nil {
+		rt.status.stopped.Store(true) // an embedder's mux may still be asked
 		return err
 	}
 	defer srv.stop()
