@@ -201,8 +201,8 @@ func TestStatusPageInABrowser(t *testing.T) {
 		ctx := browser(t, chrome, 1280, 800)
 		navigate(t, ctx, w.base)
 		waitPage(t, ctx, "the page running", func(p page) string {
-			if p.Conn != "up" {
-				return "conn " + p.Conn
+			if p.Conn != "up" || !p.ReadyShown {
+				return fmt.Sprintf("conn %q, readiness shown %v", p.Conn, p.ReadyShown)
 			}
 			return ""
 		})
@@ -215,6 +215,9 @@ func TestStatusPageInABrowser(t *testing.T) {
 		})
 		if !strings.Contains(p.Banner, "stopped") && !strings.Contains(p.Banner, "not answering") {
 			t.Errorf("banner %q: want it to say weir stopped or does not answer", p.Banner)
+		}
+		if p.ReadyShown {
+			t.Error("the readiness badge is still shown for a weir that does not answer")
 		}
 		screenshot(t, ctx, filepath.Join(shots, "stopped-1280x800.png"))
 	})
@@ -473,6 +476,7 @@ type page struct {
 	Conn         string
 	RunState     string
 	Banner       string
+	ReadyShown   bool
 }
 
 const readPage = `(() => {
@@ -507,6 +511,7 @@ const readPage = `(() => {
     Conn: document.body.dataset.conn,
     RunState: text("#run-state"),
     Banner: banner.hidden ? "" : banner.textContent,
+    ReadyShown: getComputedStyle(q("#ready")).display !== "none",
   };
 })()`
 
