@@ -59,8 +59,10 @@ func (s *sourceRunner) checkpoint(ctx context.Context, final <-chan struct{}) {
 			l.request(r)
 		case <-timer.C:
 		case <-s.notify:
+		case <-s.statusWake():
 		case <-final:
 			l.final(ctx)
+			s.publishFinalStatus(l)
 			return
 		}
 		s.drain()
@@ -75,6 +77,7 @@ func (s *sourceRunner) checkpoint(ctx context.Context, final <-chan struct{}) {
 		if !rd.wakeAt.IsZero() {
 			timer.Reset(max(rd.wakeAt.Sub(s.rt.now()), 0))
 		}
+		s.publishStatus(l)
 	}
 }
 
@@ -115,6 +118,7 @@ func (l *cpLoop) carryOut(ctx context.Context, rd *ready) {
 			}
 		}
 		err := l.commit(ctx, cs)
+		s.rt.events.add(Event{Kind: EventRevoked, Source: s.spec.Name, Partitions: s.partNames(w.ps), Message: revokedMessage(err)})
 		for _, p := range w.ps {
 			l.forget(p)
 		}
@@ -137,6 +141,7 @@ func (l *cpLoop) carryOut(ctx context.Context, rd *ready) {
 			// counts: a sink failing for good must not flood the log.
 			if _, n := l.pol.stall(r.p, s.rt.now()); n&(n-1) == 0 {
 				s.log.Info("rewinding partition to its watermark to replay failed data", "partition", s.partName(r.p), "position", r.pos, "rewinds", n)
+				s.rt.events.add(Event{Kind: EventRewind, Source: s.spec.Name, Partitions: []string{s.partName(r.p)}, Message: fmt.Sprintf("rewound to its watermark, position %d, to replay failed data (rewind %d)", r.pos, n)})
 			}
 		}
 		s.requestRewinds(rd.rewinds)
@@ -170,11 +175,13 @@ func (l *cpLoop) commit(ctx context.Context, cs []checkpoint.Commit) error {
 				since = s.rt.now()
 			}
 			s.log.Warn("commit failed; retrying with backoff", "failures", n, "since", since.Format(time.RFC3339), "err", err)
+			s.rt.events.add(Event{Kind: EventCommitFailed, Source: s.spec.Name, Message: fmt.Sprintf("commit failed (%d in a row), retrying with backoff: %v", n, err)})
 		}
 		return fmt.Errorf("pipeline: source %s: commit: %w", s.spec.Name, err)
 	}
 	if n, _ := l.pol.commitFailing(); n > 0 {
 		s.log.Info("commit succeeded again", "failures", n)
+		s.rt.events.add(Event{Kind: EventCommitRecovered, Source: s.spec.Name, Message: fmt.Sprintf("commit succeeded again after %d failures", n)})
 	}
 	s.cp.MarkCommitted(cs)
 	return nil
@@ -222,7 +229,7 @@ func (l *cpLoop) final(ctx context.Context) {
 	s.finalParts = len(l.states)
 	for _, ps := range l.states {
 		s.finalPos += int64(ps.Committed)
-		if ps.Blocked || ps.Watermark > ps.Committed {
+		if ps.Blocked || ps.Watermark > ps.Committed || s.readBeyond(ps.Partition, ps.Committed) {
 			s.leftBehind = append(s.leftBehind, s.partName(ps.Partition))
 		}
 	}

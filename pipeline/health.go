@@ -95,6 +95,7 @@ func (s *sinkRunner) noteFailure(err error, what string) {
 	s.mFailures.Set(float64(n))
 	if log {
 		s.log.Warn(what+" failed", "consecutive_failures", n, "failing_for", s.health.failingFor(s.rt.now()).Round(time.Millisecond), "err", err)
+		s.rt.events.add(Event{Kind: EventSinkFailing, Sink: s.spec.Name, Message: failingMessage(what, n, err)})
 	}
 }
 
@@ -103,5 +104,6 @@ func (s *sinkRunner) noteSuccess() {
 	if n := s.health.succeeded(); n > 0 {
 		s.mFailures.Set(0)
 		s.log.Info("sink recovered", "after_failures", n)
+		s.rt.events.add(Event{Kind: EventSinkRecovered, Sink: s.spec.Name, Message: recoveredMessage(n)})
 	}
 }

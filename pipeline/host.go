@@ -32,12 +32,14 @@ func (s *sourceRunner) Assign(name string, start checkpoint.Position) checkpoint
 			s.names = append(s.names, name)
 			s.gens = append(s.gens, 0)
 			s.starts = append(s.starts, 0)
+			s.readTo = append(s.readTo, 0)
 		}
 		s.byName[name] = p
 	}
 	s.gens[p]++
-	s.starts[p] = start
+	s.starts[p], s.readTo[p] = start, start
 	s.iss.Assign(p, start)
+	s.rt.events.add(Event{Kind: EventAssigned, Source: s.spec.Name, Partitions: []string{name}, Message: "assigned"})
 	return p
 }
 
@@ -83,6 +85,7 @@ func (s *sourceRunner) Revoke(ctx context.Context, ps ...checkpoint.Partition) e
 	}
 	ctx, stop := s.hostCtx(ctx)
 	defer stop()
+	s.rt.events.add(Event{Kind: EventRevoking, Source: s.spec.Name, Partitions: s.partNames(ps), Message: "revoking: draining in-flight batches before the final commit"})
 	s.revokeIssuing(ps)
 	timeout := s.rt.g.spec.Checkpoint.DrainTimeout
 	deadline := s.rt.now().Add(timeout)
@@ -125,6 +128,7 @@ func (s *sourceRunner) Lost(ps ...checkpoint.Partition) {
 		return
 	}
 	s.revokeIssuing(ps)
+	s.rt.events.add(Event{Kind: EventLost, Source: s.spec.Name, Partitions: s.partNames(ps), Message: "lost: forgotten without a commit; what was not committed is read again by the next owner"})
 	_ = s.hostRequest(context.Background(), hostReq{ps: slices.Clone(ps), lost: true})
 }
 
@@ -194,4 +198,11 @@ func (s *sourceRunner) publishCommitted(states []checkpoint.PartitionState) {
 		}
 		s.committedPos[ps.Partition] = ps.Committed
 	}
+}
+
+// readBeyond reports whether batches of p were read past pos.
+func (s *sourceRunner) readBeyond(p checkpoint.Partition, pos checkpoint.Position) bool {
+	s.hostMu.Lock()
+	defer s.hostMu.Unlock()
+	return int(p) < len(s.readTo) && s.readTo[p] > pos
 }

@@ -46,6 +46,8 @@ func (rt *runtime) serve(addr string) (server, error) {
 //	               for StallWarning or more, or the run is stopping
 //	/debug/stalls  every partition whose watermark waits, and why
 //	/debug/pprof/  Go's profiles, when Metrics.Pprof is set
+//	/api/v1/status the pipeline, its rates, partitions and events (status.go)
+//	/              the status page that draws it (internal/statuspage)
 func (rt *runtime) handle(mux *http.ServeMux) {
 	mux.Handle("/metrics", promhttp.HandlerFor(rt.m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -63,6 +65,7 @@ func (rt *runtime) handle(mux *http.ServeMux) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(rt.snapshotStalls())
 	})
+	rt.handleStatus(mux)
 	if rt.g.spec.Metrics.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

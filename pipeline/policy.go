@@ -60,6 +60,10 @@ type partPolicy struct {
 	movedAt       time.Time // when the watermark was seen moving last
 	stalledSince  time.Time
 	warned        bool // the stall warning was given for this stall
+	// replaying is set from a rewind until the watermark moves: the
+	// partition waits for its replay even before the new epoch's first
+	// batch is issued (the new epoch reaches the checkpointer first).
+	replaying bool
 }
 
 type pendingRevoke struct {
@@ -195,6 +199,7 @@ func (cp *commitPolicy) step(v *policyView) ready {
 		}
 		pp.rewound = ps.Epoch
 		pp.rewinds++
+		pp.replaying = true
 		r.rewinds = append(r.rewinds, rewindReq{p: ps.Partition, epoch: ps.Epoch, pos: ps.Watermark})
 	}
 	for i := range cp.parts {
@@ -225,8 +230,8 @@ func (cp *commitPolicy) step(v *policyView) ready {
 	return r
 }
 
-// stallClock moves p's stall clock: it runs while data is pending and the
-// watermark does not move, from when the watermark last moved or the oldest
+// stallClock moves p's stall clock: it runs while data is pending (or a
+// rewind's replay is due) and the watermark does not move, from when the watermark last moved or the oldest
 // pending batch was issued, whichever is later; it stops when the watermark
 // moves or nothing is pending any more.
 func (cp *commitPolicy) stallClock(pp *partPolicy, ps checkpoint.PartitionState, v *policyView) {
@@ -240,7 +245,9 @@ func (cp *commitPolicy) stallClock(pp *partPolicy, ps checkpoint.PartitionState,
 	if ps.Watermark != pp.lastWatermark {
 		pp.lastWatermark, pp.movedAt = ps.Watermark, v.now
 		pp.stalledSince, pp.warned = time.Time{}, false
+		pp.replaying = false
 	}
+	waiting = waiting || pp.replaying
 	switch {
 	case !waiting:
 		pp.stalledSince, pp.warned = time.Time{}, false

@@ -140,6 +140,7 @@ func (s *sourceRunner) checkPositions(b *connector.Batch) error {
 		last = off
 	}
 	s.starts[b.Partition] = b.End
+	s.readTo[b.Partition] = max(s.readTo[b.Partition], b.End)
 	return nil
 }
 

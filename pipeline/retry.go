@@ -91,6 +91,7 @@ func (s *sinkRunner) retry(ctx context.Context, err error) {
 		}
 		s.health.giveUp()
 		err = fmt.Errorf("gave up after failing for %v (give_up_after %v): %w", d.Round(time.Second), s.spec.GiveUpAfter, err)
+		s.rt.events.add(Event{Kind: EventGaveUp, Sink: s.spec.Name, Message: fmt.Sprintf("on_give_up %s: %v", policy, err)})
 	}
 	// Logged the first time and then at doubling counts: a sink that fails
 	// for good gives up on a group at every rewind.

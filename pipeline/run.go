@@ -84,6 +84,9 @@ type runtime struct {
 	committedBy       []string // by source: a short summary of committed positions
 
 	trCounts []trCount // by transform: totals for the Report, added per batch
+
+	events eventRing   // recent events, for the status (events.go)
+	status statusState // what /api/v1/status keeps between reads (status.go)
 }
 
 // trCount is one transform's totals, added by the workers once per batch.
@@ -121,6 +124,7 @@ func (rt *runtime) fail(err error) {
 	rt.errMu.Unlock()
 	if first {
 		rt.log.Error("pipeline stopping", "err", err)
+		rt.events.add(Event{Kind: EventStopping, Message: err.Error()})
 	}
 	rt.stopOnce.Do(func() { close(rt.stopCh) })
 }
@@ -133,6 +137,7 @@ func (rt *runtime) run(ctx context.Context) error {
 	start := time.Now()
 	srv, err := rt.open(ctx)
 	if err != nil {
+		rt.status.stopped.Store(true) // an embedder's mux may still be asked
 		return err
 	}
 	defer srv.stop()
@@ -144,11 +149,14 @@ func (rt *runtime) run(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 		rt.log.Info("shutting down")
+		rt.events.add(Event{Kind: EventStopping, Message: "shutting down: asked to stop"})
 	case <-rt.stopCh:
 	case <-rt.allDone:
 		rt.log.Info("all input read and committed")
+		rt.events.add(Event{Kind: EventStopping, Message: "all input read and committed"})
 	}
 	rt.shutdown(gs)
+	rt.status.stopped.Store(true)
 	var rep *Report
 	if rt.o.report != nil {
 		rep = rt.report(start)
@@ -190,6 +198,7 @@ func (rt *runtime) open(ctx context.Context) (server, error) {
 	for i := range rt.workers {
 		rt.workers[i] = newWorker(rt)
 	}
+	rt.initStatus()
 	// The endpoints read the runners: they start once the runners exist.
 	srv, err := rt.serve(sp.Metrics.Address)
 	if err != nil {

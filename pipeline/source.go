@@ -41,8 +41,10 @@ type sourceRunner struct {
 	// an id forgotten is given to the next new name.
 	gens []uint64
 	// starts is where each partition's next batch begins: the Assign's
-	// start, a rewind's watermark, or the last batch's end.
+	// start, a rewind's watermark, or the last batch's end. readTo is the
+	// furthest end issued in the assignment: what was read, rewinds or not.
 	starts []checkpoint.Position
+	readTo []checkpoint.Position
 	// free lists the ids of forgotten partitions, for reuse: a tail-mode file
 	// source retires a partition per rotated file, and the tables must not
 	// grow with them.

@@ -111,6 +111,8 @@ func (c *command) main(args []string) int {
 		return c.run(args[1:])
 	case "validate":
 		return c.validate(args[1:])
+	case "top":
+		return c.top(args[1:])
 	}
 	return c.usageErr("weir", fmt.Sprintf("unknown command %q", args[0]))
 }
