@@ -62,11 +62,11 @@ func NewConfig() *Config {
 		Template:     DefaultTemplate,
 		TemplateTime: "processing",
 		Format:       "ndjson",
-		Compression: "none",
-		MaxBytes:    DefaultMaxBytes,
-		MaxRecords:  DefaultMaxRecords,
-		MaxAge:      DefaultMaxAge,
-		BufferBytes: DefaultBufferBytes,
+		Compression:  "none",
+		MaxBytes:     DefaultMaxBytes,
+		MaxRecords:   DefaultMaxRecords,
+		MaxAge:       DefaultMaxAge,
+		BufferBytes:  DefaultBufferBytes,
 	}
 }
 
