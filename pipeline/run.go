@@ -80,8 +80,6 @@ type runtime struct {
 
 	// Totals for the progress display, added per batch and per group.
 	totalIn, totalOut atomic.Int64
-	commitMu          sync.Mutex
-	committedBy       []string // by source: a short summary of committed positions
 
 	trCounts []trCount // by transform: totals for the Report, added per batch
 
