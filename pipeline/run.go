@@ -85,6 +85,7 @@ type runtime struct {
 
 	events eventRing   // recent events, for the status (events.go)
 	status statusState // what /api/v1/status keeps between reads (status.go)
+	taps   taps        // open taps (tap.go)
 }
 
 // trCount is one transform's totals, added by the workers once per batch.
@@ -135,6 +136,7 @@ func (rt *runtime) run(ctx context.Context) error {
 	start := time.Now()
 	srv, err := rt.open(ctx)
 	if err != nil {
+		rt.taps.close()
 		rt.status.stopped.Store(true) // an embedder's mux may still be asked
 		return err
 	}
@@ -154,6 +156,7 @@ func (rt *runtime) run(ctx context.Context) error {
 		rt.events.add(Event{Kind: EventStopping, Message: "all input read and committed"})
 	}
 	rt.shutdown(gs)
+	rt.taps.close()
 	rt.status.stopped.Store(true)
 	var rep *Report
 	if rt.o.report != nil {
