@@ -30,7 +30,6 @@ func WithCommitted(f func(source string)) Option {
 	return func(o *options) { o.hooks.committed = f }
 }
 
-
 // ProgressLine exposes the progress display's line format.
 func ProgressLine(in, out int64, inRate, outRate float64, errors int64, slowest string, lag int64, stalled time.Duration, width int) string {
 	return progressLine(progressStats{in: in, out: out, inRate: inRate, outRate: outRate, errors: errors, slowest: slowest, lag: lag, stalled: stalled}, width)
