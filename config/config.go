@@ -143,11 +143,24 @@ func (l *loader) add(line int, field, msg string) {
 func (l *loader) redact(msg string) string {
 	for _, s := range l.secrets {
 		msg = strings.ReplaceAll(msg, strconv.Quote(s.value), strconv.Quote(s.ref))
-		if len(s.value) >= 4 {
+		if len(s.value) >= 4 && !literal(s.value) {
 			msg = strings.ReplaceAll(msg, s.value, s.ref)
 		}
 	}
 	return msg
+}
+
+// literal reports whether v is a word YAML gives a meaning (true, false,
+// null) or a number: messages use such words themselves ("is not true or
+// false"), and a value that is one is no secret to keep, so it is replaced
+// only where it is quoted whole.
+func literal(v string) bool {
+	switch strings.ToLower(v) {
+	case "true", "false", "null":
+		return true
+	}
+	_, err := strconv.ParseFloat(v, 64)
+	return err == nil
 }
 
 func (l *loader) result() error {
