@@ -29,8 +29,9 @@ type sourceRunner struct {
 	// hostMu guards the issuer and the partition tables below, so that the
 	// Host's methods may be called from any goroutine (a Kafka client's
 	// rebalance callbacks run on its own). The poller takes it once per
-	// batch, to check and issue it; uncontended, that costs about as much as
-	// the name lookup it replaced (BenchmarkIssueLock).
+	// batch, to check and issue it: uncontended, the lock costs about 10 ns
+	// of the 0.5-1 µs a batch spends there (BenchmarkIssueLock), where the
+	// name lookup it replaced took one lock per batch already.
 	hostMu sync.Mutex
 	iss    *checkpoint.AckIssuer
 	names  []string // partition names by id
