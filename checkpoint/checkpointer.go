@@ -226,8 +226,8 @@ func (c *Checkpointer) MarkCommitted(cs []Commit) {
 			continue
 		}
 		cp := &c.parts[m.Partition]
-		if cp.mode != modeUnassigned && cp.t.epoch == m.Epoch && m.Position > cp.committed {
-			cp.committed = m.Position
+		if cp.mode != modeUnassigned && cp.t.epoch == m.Epoch {
+			cp.committed = max(cp.committed, m.Position) // a late confirmation never moves it back
 		}
 	}
 }
