@@ -181,11 +181,9 @@ func (t *PartitionTracker) grow(n uint64) {
 		size *= 2
 	}
 	ring := make([]trackSlot, size)
-	if old := t.ring; len(old) > 0 {
-		om, nm := uint64(len(old)-1), size-1
-		for s := t.next; s < t.next+uint64(len(old)); s++ {
-			ring[s&nm] = old[s&om]
-		}
+	old := t.ring
+	for s := t.next; s < t.next+uint64(len(old)); s++ {
+		ring[s&(size-1)] = old[s&uint64(len(old)-1)]
 	}
 	t.ring = ring
 }
