@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/pipeline/internal/policy"
 )
 
 // sourceRunner runs one source: a polling goroutine (poll), which owns the
@@ -21,7 +22,7 @@ type sourceRunner struct {
 	src  connector.Source
 	log  *slog.Logger
 	cp   *checkpoint.Checkpointer
-	pol  *commitPolicy // the checkpointer goroutine's
+	pol  *policy.Policy // the checkpointer goroutine's
 	// reach lists the sinks the source's records can reach (stalls.go); the
 	// checkpointer goroutine's.
 	reach []int
@@ -73,7 +74,7 @@ type sourceRunner struct {
 	// after taking the requests), so a request made after that cancels the
 	// new one; an uncancelled one is reused, so polling allocates no context.
 	rewindMu     sync.Mutex
-	rewinds      []rewindReq
+	rewinds      []policy.Rewind
 	rewindSig    chan struct{} // capacity 1
 	rewindCtx    context.Context
 	rewindCancel context.CancelCauseFunc
