@@ -36,6 +36,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the te
 //	revoke id=I ps=P,Q deadline=T      Host.Revoke: the issuer stops, the policy waits
 //	forget p=P                         the loop forgets P (after a revoke is done)
 //	stall p=P                          the stall clock and rewinds of P
+//	replaying p=P                      whether P was rewound and has not moved since
 //	states                             the Checkpointer's states
 func TestPolicyScripts(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "scripts", "*.txt"))
@@ -218,6 +219,8 @@ func (e *policyEnv) run(t *testing.T, file, line string) []string {
 	case "forget":
 		e.cp.Forget(checkpoint.Partition(num("p")))
 		e.pol.Forget(checkpoint.Partition(num("p")))
+	case "replaying":
+		return []string{fmt.Sprintf("p%d: replaying %v", num("p"), e.pol.Replaying(checkpoint.Partition(num("p"))))}
 	case "stall":
 		age, rw := e.pol.Stall(checkpoint.Partition(num("p")), e.now)
 		return []string{fmt.Sprintf("p%d: stalled %v, %d rewinds", num("p"), age, rw)}
