@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/weir-etl/weir/internal/weirtest"
 	"github.com/weir-etl/weir/source/pgcdc/pgcdctest"
 )
 
@@ -359,7 +360,7 @@ func (sc *killScenario) finish(within time.Duration) (missing int) {
 // durable in the output, across SIGKILLs at any moment, and every committed
 // transaction is delivered in the end.
 func TestKillLoop(t *testing.T) {
-	bin := buildWeir(t, "")
+	bin := weirtest.BuildTemp(t, "")
 	sc := newKillScenario(t, bin, nil, 2000, 500)
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 7))
@@ -388,7 +389,7 @@ func TestKillLoop(t *testing.T) {
 // committed watermark. The checker must find a confirmed position past a
 // transaction that is not in the output.
 func TestKillLoopUnsafeVariantIsCaught(t *testing.T) {
-	bin := buildWeir(t, "unsafe_confirm")
+	bin := weirtest.BuildTemp(t, "unsafe_confirm")
 	sc := newKillScenario(t, bin, []string{"WEIR_UNSAFE_CONFIRM=1"}, 200, 500)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))
 	// A kill catches the variant only when it lands while something
@@ -421,7 +422,7 @@ func first(s []string) string {
 // (in a snapshot of its own) and completes with no row missing, while the
 // writer keeps changing the rows; the changes meanwhile are all streamed.
 func TestKillDuringSnapshot(t *testing.T) {
-	bin := buildWeir(t, "")
+	bin := weirtest.BuildTemp(t, "")
 	const rows, chunk = 150000, 200
 	sc := newKillScenario(t, bin, nil, rows, chunk)
 	logPath := filepath.Join(sc.dir, "weir.log")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/weir-etl/weir/internal/kafkatest"
 	"github.com/weir-etl/weir/internal/pgtest"
+	"github.com/weir-etl/weir/internal/weirtest"
 )
 
 const kafkaYAML = `
@@ -53,7 +54,7 @@ metrics: { address: "off" }
 // timeout, with offsets committed up to 2 s behind what its sink stored).
 // The table ends with every record exactly once.
 func TestKafkaRebalanceExactlyOnce(t *testing.T) {
-	c := kafkaRebalance(t, buildWeir(t, ""), nil)
+	c := kafkaRebalance(t, weirtest.BuildTemp(t, ""), nil)
 	if c.missing != 0 || c.duplicates() != 0 || c.unexpected != 0 {
 		t.Fatalf("%d missing, %d duplicates, %d unexpected rows; want 0, 0, 0", c.missing, c.duplicates(), c.unexpected)
 	}
@@ -63,7 +64,7 @@ func TestKafkaRebalanceExactlyOnce(t *testing.T) {
 // process wrote after its last offset commit are written again, and the test
 // counts them.
 func TestKafkaUnsafeVariantIsCaught(t *testing.T) {
-	c := kafkaRebalance(t, buildWeir(t, "unsafe_positions"), []string{"WEIR_UNSAFE_POSITIONS=1"})
+	c := kafkaRebalance(t, weirtest.BuildTemp(t, "unsafe_positions"), []string{"WEIR_UNSAFE_POSITIONS=1"})
 	if c.missing != 0 {
 		t.Fatalf("%d rows missing: even the unsafe variant is at-least-once", c.missing)
 	}
@@ -101,14 +102,14 @@ func kafkaRebalance(t *testing.T, bin string, env []string) tally {
 		return n
 	}
 	a := startWeir(t, bin, cfg, "a", env)
-	waitFor(t, "a fifth of the records in the table", time.Minute, func() bool { return rows() >= total/5 })
+	weirtest.WaitFor(t, "a fifth of the records in the table", time.Minute, func() bool { return rows() >= total/5 })
 	b := startWeir(t, bin, cfg, "b", env)
-	waitFor(t, "half of the records in the table", time.Minute, func() bool { return rows() >= total/2 })
+	weirtest.WaitFor(t, "half of the records in the table", time.Minute, func() bool { return rows() >= total/2 })
 	t.Logf("killing a with %d rows in the table", rows())
 	_ = a.cmd.Process.Signal(syscall.SIGKILL)
 	<-a.done
 	var c tally
-	waitFor(t, "every record in the table", 2*time.Minute, func() bool {
+	weirtest.WaitFor(t, "every record in the table", 2*time.Minute, func() bool {
 		c = count(t, conn, "ev", int(total), "true")
 		return c.missing == 0
 	})
