@@ -54,7 +54,7 @@ metrics: { address: "off" }
 // timeout, with offsets committed up to 2 s behind what its sink stored).
 // The table ends with every record exactly once.
 func TestKafkaRebalanceExactlyOnce(t *testing.T) {
-	c := kafkaRebalance(t, weirtest.BuildTemp(t, ""), nil)
+	c := kafkaRebalance(t, buildWeir(t, ""), nil)
 	if c.missing != 0 || c.duplicates() != 0 || c.unexpected != 0 {
 		t.Fatalf("%d missing, %d duplicates, %d unexpected rows; want 0, 0, 0", c.missing, c.duplicates(), c.unexpected)
 	}
@@ -64,7 +64,7 @@ func TestKafkaRebalanceExactlyOnce(t *testing.T) {
 // process wrote after its last offset commit are written again, and the test
 // counts them.
 func TestKafkaUnsafeVariantIsCaught(t *testing.T) {
-	c := kafkaRebalance(t, weirtest.BuildTemp(t, "unsafe_positions"), []string{"WEIR_UNSAFE_POSITIONS=1"})
+	c := kafkaRebalance(t, buildWeir(t, "unsafe_positions"), []string{"WEIR_UNSAFE_POSITIONS=1"})
 	if c.missing != 0 {
 		t.Fatalf("%d rows missing: even the unsafe variant is at-least-once", c.missing)
 	}

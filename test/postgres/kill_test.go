@@ -21,7 +21,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/weir-etl/weir/internal/pgtest"
-	"github.com/weir-etl/weir/internal/weirtest"
 )
 
 var killSeed = flag.Uint64("pgkill.seed", 0, "seed of the kill schedule (0: derived from the clock)")
@@ -256,7 +255,7 @@ func (sc *killScenario) tally() tally {
 // Exactly-once under SIGKILL: about 1M lines, at least 20 kills at random
 // moments, then a clean run; the table holds every expected row exactly once.
 func TestKillExactlyOnce(t *testing.T) {
-	sc := newKillScenario(t, weirtest.BuildTemp(t, ""), nil)
+	sc := newKillScenario(t, buildWeir(t, ""), nil)
 	seed := sc.run(20, 30)
 	c := sc.tally()
 	t.Logf("seed %d: %d kills; %d rows, %d distinct, %d missing, %d unexpected", seed, sc.kills, c.rows, c.distinct, c.missing, c.unexpected)
@@ -271,7 +270,7 @@ func TestKillExactlyOnce(t *testing.T) {
 // The sink built with unsafe_positions stores no positions: it is only
 // at-least-once, and the same checks must count its duplicates.
 func TestKillUnsafeVariantIsCaught(t *testing.T) {
-	sc := newKillScenario(t, weirtest.BuildTemp(t, "unsafe_positions"), []string{"WEIR_UNSAFE_POSITIONS=1"})
+	sc := newKillScenario(t, buildWeir(t, "unsafe_positions"), []string{"WEIR_UNSAFE_POSITIONS=1"})
 	seed := sc.run(6, 6)
 	c := sc.tally()
 	t.Logf("seed %d: %d kills; %d rows, %d distinct, %d missing", seed, sc.kills, c.rows, c.distinct, c.missing)
