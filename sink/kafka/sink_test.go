@@ -320,8 +320,15 @@ func controlProduce(c *kfake.Cluster, ids map[[16]byte]string, topic string, rel
 		}
 		once.Do(func() { close(arrived) })
 		// Sleeping lets the cluster serve other connections (fetches, the
-		// reads that check what is in the topic) meanwhile.
-		c.SleepControl(func() { <-release })
+		// reads that check what is in the topic) meanwhile. A control
+		// whose release has come stays registered (it handled nothing) and
+		// must not sleep again: a request slept twice, by this control and
+		// a later one, races inside kfake's sleep queue.
+		select {
+		case <-release:
+		default:
+			c.SleepControl(func() { <-release })
+		}
 		if !fail {
 			return nil, nil, false
 		}
