@@ -196,7 +196,7 @@ func (r *runner) wait(done <-chan error, report **pipeline.Report) (int, bool) {
 			}
 			if *report != nil {
 				// stderr, never stdout: a stdout sink's output must stay pure NDJSON.
-				fmt.Fprint(r.con, summary(*report))
+				fmt.Fprint(r.con, (*report).String())
 			}
 			return r.c.exitCode(r.con, err, r.unread), false
 		case <-r.changed:
