@@ -57,7 +57,7 @@ func splitPath(path string) ([]pathPart, error) {
 			num, after, ok := strings.Cut(rest, "]")
 			i, err := strconv.Atoi(num)
 			if !ok || err != nil || i < 0 {
-				return nil, fmt.Errorf("%q: a list index is written [0], [1], ...", path)
+				return nil, fmt.Errorf("%q: a list index is a whole number from 0, written [0] or [1]", path)
 			}
 			out = append(out, pathPart{index: i})
 			rest = strings.TrimPrefix(after, "[")
