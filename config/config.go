@@ -43,18 +43,40 @@ import (
 
 // Load reads and loads the pipeline file at path. When the file is invalid
 // the error is a *Errors holding every problem found.
-func Load(path string) (*pipeline.Spec, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	return Parse(path, data)
-}
+func Load(path string) (*pipeline.Spec, error) { return LoadWith(path, Options{}) }
 
 // Parse loads a pipeline from data; name is the file name used in errors.
 // Environment variables are read with os.LookupEnv.
 func Parse(name string, data []byte) (*pipeline.Spec, error) {
-	return parse(name, data, os.LookupEnv)
+	return ParseWith(name, data, Options{})
+}
+
+// Options change how a pipeline file is loaded. The zero value loads the
+// file as it is, from the process environment.
+type Options struct {
+	// Sets edit the file before it is decoded, in order (see Set).
+	Sets []Set
+	// Lookup reads an environment variable for ${NAME}; nil means
+	// os.LookupEnv.
+	Lookup func(name string) (string, bool)
+}
+
+// LoadWith is Load with options.
+func LoadWith(path string, o Options) (*pipeline.Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return ParseWith(path, data, o)
+}
+
+// ParseWith is Parse with options.
+func ParseWith(name string, data []byte, o Options) (*pipeline.Spec, error) {
+	lookup := o.Lookup
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	return parseSets(name, data, lookup, o.Sets)
 }
 
 // Validate loads the pipeline file at path and returns every problem found,
@@ -82,6 +104,9 @@ type loader struct {
 	// original maps a scalar whose value was substituted to the text the
 	// file wrote, which is what errors show.
 	original map[*yaml.Node]string
+	// setBy maps a node a command-line Set made to the flag, which errors
+	// about it name instead of a line.
+	setBy map[*yaml.Node]string
 	// secrets are the substituted values, redacted from every message.
 	secrets []secret
 }
@@ -93,6 +118,10 @@ func (l *loader) errorf(n *yaml.Node, field, format string, args ...any) {
 		line = n.Line
 		if orig, ok := l.original[n]; ok {
 			msg = strings.ReplaceAll(msg, strconv.Quote(n.Value), strconv.Quote(orig))
+		}
+		if flag, ok := l.setBy[n]; ok {
+			l.errs = append(l.errs, &Error{File: l.file, Flag: flag, Field: field, Msg: l.redact(msg)})
+			return
 		}
 	}
 	l.add(line, field, msg)
@@ -114,11 +143,24 @@ func (l *loader) add(line int, field, msg string) {
 func (l *loader) redact(msg string) string {
 	for _, s := range l.secrets {
 		msg = strings.ReplaceAll(msg, strconv.Quote(s.value), strconv.Quote(s.ref))
-		if len(s.value) >= 4 {
+		if len(s.value) >= 4 && !literal(s.value) {
 			msg = strings.ReplaceAll(msg, s.value, s.ref)
 		}
 	}
 	return msg
+}
+
+// literal reports whether v is a word YAML gives a meaning (true, false,
+// null) or a number: messages use such words themselves ("is not true or
+// false"), and a value that is one is no secret to keep, so it is replaced
+// only where it is quoted whole.
+func literal(v string) bool {
+	switch strings.ToLower(v) {
+	case "true", "false", "null":
+		return true
+	}
+	_, err := strconv.ParseFloat(v, 64)
+	return err == nil
 }
 
 func (l *loader) result() error {
@@ -132,7 +174,11 @@ func (l *loader) result() error {
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
 
 func parse(name string, data []byte, lookup func(string) (string, bool)) (*pipeline.Spec, error) {
-	l := &loader{file: name, lookup: lookup, original: make(map[*yaml.Node]string)}
+	return parseSets(name, data, lookup, nil)
+}
+
+func parseSets(name string, data []byte, lookup func(string) (string, bool), sets []Set) (*pipeline.Spec, error) {
+	l := &loader{file: name, lookup: lookup, original: make(map[*yaml.Node]string), setBy: make(map[*yaml.Node]string)}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		// The file is parsed before substitution, so a syntax error cannot
@@ -148,11 +194,18 @@ func parse(name string, data []byte, lookup func(string) (string, bool)) (*pipel
 		l.errorAt(line, "", "not valid YAML: %s", msg)
 		return nil, l.result()
 	}
+	if len(doc.Content) == 0 && len(sets) > 0 {
+		// Sets alone may make a whole pipeline.
+		doc.Content = []*yaml.Node{{Kind: yaml.MappingNode, Tag: "!!map"}}
+	}
 	if len(doc.Content) == 0 {
 		l.errorAt(0, "", "the file is empty: a pipeline needs sources and sinks (see docs/config.md)")
 		return nil, l.result()
 	}
 	root := resolve(doc.Content[0])
+	if root.Kind == yaml.MappingNode {
+		l.applySets(root, sets)
+	}
 	if root.Kind != yaml.MappingNode {
 		l.errorf(root, "", "the file must be a mapping with sources, transforms, sinks, checkpoint and metrics; got %s", l.describe(root))
 		return nil, l.result()

@@ -208,7 +208,7 @@ func TestValidationErrors(t *testing.T) {
 		{"missing type", strings.Replace(base, "    type: test_sink\n", "", 1),
 			11, "sinks.out.type", "missing: set type to one of:"},
 		{"unknown connector option", strings.Replace(base, "path: /data/in", "path: /data/in\n    pth: x", 1),
-			5, "sources.in", `unknown option "pth" (did you mean "path"?); valid options: password, path, poll_interval, port, read_buffer, tls, topics`},
+			5, "sources.in", `unknown option "pth" (did you mean "path"?); valid options: limit, max_line_bytes, password, path, poll_interval, port, read_buffer, tls, topics`},
 		{"unknown nested option", strings.Replace(base, "path: /data/in", "path: /data/in\n    tls: { verfy: true }", 1),
 			5, "sources.in.tls", `unknown option "verfy" (did you mean "verify"?); valid options: ca_file, verify`},
 		{"option of an optionless sink", strings.Replace(base, "type: test_sink", "type: test_optionless\n    dir: x", 1),

@@ -150,6 +150,30 @@ func kindName(t reflect.Type) string {
 type structField struct {
 	name  string
 	index []int
+	field reflect.StructField
+	// size marks an integer option that is a number of bytes, written as a
+	// size (64MiB, 8MB, 1024): see isSize.
+	size bool
+}
+
+// isSize reports whether the option of struct field f, called name, is a
+// number of bytes: an integer (not a duration) whose name ends in _bytes, or
+// that carries the tag unit:"bytes". Such options take every unit a size
+// takes (ParseSize), like the Size type.
+func isSize(name string, f reflect.StructField) bool {
+	t := f.Type
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == durationType || t == reflect.TypeFor[Duration]() || t == reflect.TypeFor[Size]() {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return strings.HasSuffix(name, "_bytes") || f.Tag.Get("unit") == "bytes"
+	}
+	return false
 }
 
 // optionsOf lists the options of struct type t by their YAML names, following
@@ -177,7 +201,7 @@ func optionsOf(t reflect.Type) []structField {
 		if name == "" {
 			name = strings.ToLower(f.Name)
 		}
-		out = append(out, structField{name: name, index: []int{i}})
+		out = append(out, structField{name: name, index: []int{i}, field: f, size: isSize(name, f)})
 	}
 	return out
 }
@@ -207,8 +231,45 @@ func (l *loader) decodeStruct(n *yaml.Node, v reflect.Value, field string) {
 			l.unknownOption(k, field, optionNames(fs))
 			return
 		}
-		l.decode(val, v.FieldByIndex(f.index), join(field, k.Value))
+		fv := v.FieldByIndex(f.index)
+		if f.size {
+			l.decodeSize(val, fv, join(field, k.Value))
+			return
+		}
+		l.decode(val, fv, join(field, k.Value))
 	})
+}
+
+// decodeSize decodes a size option (see isSize) into the integer v.
+func (l *loader) decodeSize(n *yaml.Node, v reflect.Value, field string) {
+	n = resolve(n)
+	if isNull(n) {
+		return
+	}
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		v = v.Elem()
+	}
+	if n.Kind != yaml.ScalarNode {
+		l.badValue(n, field, "must be a size, like 8MiB or 1024; got %s", l.describe(n))
+		return
+	}
+	b, err := ParseSize(n.Value)
+	if err != nil {
+		// errorf shows a substituted value as the file wrote it.
+		l.badValue(n, field, "%s", message(err))
+		return
+	}
+	switch {
+	case v.CanInt() && !v.OverflowInt(b):
+		v.SetInt(b)
+	case v.CanUint() && !v.OverflowUint(uint64(b)):
+		v.SetUint(uint64(b))
+	default:
+		l.badValue(n, field, "%s is too large for this option", l.show(n))
+	}
 }
 
 // unknownOption reports key k, which is not among valid.

@@ -7,19 +7,28 @@ import (
 
 // Error is one problem in a pipeline file.
 type Error struct {
-	File  string
-	Line  int    // 1-based; 0 when the problem has no single place (an empty file)
+	File string
+	Line int // 1-based; 0 when the problem has no single place (an empty file)
+	// Flag is the command-line edit the problem is in ("--set
+	// sinks.out.batch.max_age=5"), when the value came from one (see Set);
+	// the problem is then not at a line of the file.
+	Flag  string
 	Field string // the setting, as a dotted path: "sinks.out.batch.max_bytes"
 	Msg   string // what is wrong and how to fix it
 }
 
 // Error formats e as "file:line: field: message", the form editors and
-// terminals recognise as a place in a file.
+// terminals recognise as a place in a file, or "flag: field: message" for a
+// value a command-line flag set.
 func (e *Error) Error() string {
 	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
+	if e.Flag != "" {
+		b.WriteString(e.Flag)
+	} else {
+		b.WriteString(e.File)
+		if e.Line > 0 {
+			fmt.Fprintf(&b, ":%d", e.Line)
+		}
 	}
 	b.WriteString(": ")
 	if e.Field != "" {

@@ -19,6 +19,8 @@ type testSourceConfig struct {
 	ReadBuffer   Size     `yaml:"read_buffer"`
 	Password     string   `yaml:"password"`
 	Port         int      `yaml:"port"`
+	MaxLineBytes int32    `yaml:"max_line_bytes"`
+	Limit        uint64   `yaml:"limit" unit:"bytes"`
 	Topics       []string `yaml:"topics"`
 	TLS          struct {
 		CAFile string `yaml:"ca_file"`

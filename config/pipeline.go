@@ -188,8 +188,6 @@ func (p *pipelineFile) setToZero(n *yaml.Node, key, field string, v int64) {
 	}
 }
 
-var sourceCommon = []string{"type", "max_in_flight_batches", "max_in_flight_bytes"}
-
 func (p *pipelineFile) readSource(k, v *yaml.Node, field string) {
 	common, rest := p.split(v, field, sourceCommon)
 	// A source without its own limits takes the checkpoint section's.

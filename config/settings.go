@@ -8,18 +8,6 @@ import (
 	"github.com/weir-etl/weir/pipeline"
 )
 
-// checkpointOptions is the checkpoint section: pipeline.CheckpointSettings,
-// and the in-flight limits of every source that does not set its own.
-type checkpointOptions struct {
-	CommitInterval       Duration `yaml:"commit_interval"`
-	ShutdownTimeout      Duration `yaml:"shutdown_timeout"`
-	DrainTimeout         Duration `yaml:"drain_timeout"`
-	StallWarning         Duration `yaml:"stall_warning"`
-	CommitFailureTimeout Duration `yaml:"commit_failure_timeout"`
-	MaxInFlightBatches   int      `yaml:"max_in_flight_batches"`
-	MaxInFlightBytes     Size     `yaml:"max_in_flight_bytes"`
-}
-
 // readCheckpoint reads the checkpoint section; n is nil when the file has
 // none. What it leaves out is filled in by pipeline.FillDefaults.
 func (p *pipelineFile) readCheckpoint(n *yaml.Node) {
@@ -71,10 +59,7 @@ func (p *pipelineFile) readMetrics(n *yaml.Node) {
 	if isNull(n) {
 		return
 	}
-	var m struct {
-		Address *string `yaml:"address"`
-		Pprof   bool    `yaml:"pprof"`
-	}
+	var m metricsOptions
 	p.decode(n, reflect.ValueOf(&m).Elem(), "metrics")
 	p.spec.Metrics.Pprof = m.Pprof
 	switch {

@@ -7,27 +7,6 @@ import (
 	"github.com/weir-etl/weir/pipeline"
 )
 
-var sinkCommon = []string{"type", "inputs", "acknowledgements", "batch", "retry", "on_failure", "dead_letter", "give_up_after", "on_give_up"}
-
-// batchOptions is the batch mapping of a sink: pipeline.BatchSettings in a
-// file. What it leaves out is filled in by pipeline.FillDefaults.
-type batchOptions struct {
-	MaxRecords int      `yaml:"max_records"`
-	MaxBytes   Size     `yaml:"max_bytes"`
-	MaxAge     Duration `yaml:"max_age"`
-	Linger     Duration `yaml:"linger"`
-	Overlap    int      `yaml:"overlap"`
-}
-
-// retryOptions is the retry mapping of a sink: pipeline.RetrySettings in a
-// file.
-type retryOptions struct {
-	MaxAttempts    int      `yaml:"max_attempts"`
-	InitialBackoff Duration `yaml:"initial_backoff"`
-	MaxBackoff     Duration `yaml:"max_backoff"`
-	MaxElapsed     Duration `yaml:"max_elapsed"`
-}
-
 var failurePolicies = map[string]pipeline.FailurePolicy{
 	"rewind":      pipeline.Rewind,
 	"dead_letter": pipeline.DeadLetter,

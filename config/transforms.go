@@ -12,18 +12,8 @@ import (
 	"github.com/weir-etl/weir/transform"
 )
 
-// transformTypes lists each transform type's options.
-var transformTypes = map[string][]string{
-	"filter":   {"condition"},
-	"flat_map": {"as", "explode"},
-	"map":      {"delete", "rename", "set"},
-	"route":    {"outputs"},
-}
-
-var transformTypeNames = []string{"filter", "flat_map", "map", "route"}
-
 func (p *pipelineFile) readTransform(k, v *yaml.Node, field string) {
-	common, rest := p.split(v, field, []string{"type", "inputs"})
+	common, rest := p.split(v, field, transformCommon)
 	p.spec.Transforms = append(p.spec.Transforms, pipeline.TransformSpec{Name: k.Value, Inputs: p.inputs(common, field), Transform: standInTransform{}})
 	spec := &p.spec.Transforms[len(p.spec.Transforms)-1]
 	typ, tn, ok := p.typeOf(k, common, field, transformTypeNames)

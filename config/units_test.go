@@ -40,3 +40,36 @@ func TestParseDuration(t *testing.T) {
 		}
 	}
 }
+
+// An integer option named *_bytes, or tagged unit:"bytes", takes a size with
+// any unit ParseSize takes, and reports what does not fit its type at its
+// line.
+func TestSizeOptions(t *testing.T) {
+	doc := func(opts string) []byte {
+		return []byte("sources:\n  in: { type: test_source, path: /x, " + opts + " }\nsinks:\n  out: { type: test_sink, inputs: [in] }\n")
+	}
+	spec, err := parse("p.yaml", doc("max_line_bytes: 200MiB, limit: 1.5GiB, read_buffer: 64KB, port: 80"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := spec.Sources[0].Source.(*testSource).cfg
+	if c.MaxLineBytes != 200<<20 || c.Limit != 3<<29 || c.ReadBuffer != 64000 || c.Port != 80 {
+		t.Errorf("decoded %+v", c)
+	}
+	for opts, want := range map[string]string{
+		"max_line_bytes: 4GiB":           `p.yaml:2: sources.in.max_line_bytes: "4GiB" is too large for this option`,
+		"max_line_bytes: lots":           `p.yaml:2: sources.in.max_line_bytes: "lots" is not a size`,
+		"max_line_bytes: -1":             `p.yaml:2: sources.in.max_line_bytes: "-1" is negative`,
+		"max_line_bytes: [1]":            `p.yaml:2: sources.in.max_line_bytes: must be a size, like 8MiB or 1024; got a list`,
+		`max_line_bytes: "${SECRET}MiB"`: `"${SECRET}MiB" is not a size`,
+		"port: 1KiB":                     `"1KiB" is not a whole number`, // not a size: its name says nothing of bytes
+	} {
+		_, err := parse("p.yaml", doc(opts), env(map[string]string{"SECRET": "hunter2"}))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", opts, err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: the error shows a secret: %v", opts, err)
+		}
+	}
+}

@@ -204,7 +204,6 @@ func (l *cpLoop) published() {
 	s := l.s
 	l.states = s.cp.States(l.states[:0])
 	s.publishCommitted(l.states)
-	s.rt.noteCommitted(s, l.states)
 	for _, ps := range l.states {
 		name := s.partName(ps.Partition)
 		s.rt.m.watermark.WithLabelValues(s.spec.Name, name).Set(float64(ps.Watermark))

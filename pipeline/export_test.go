@@ -31,7 +31,9 @@ func WithCommitted(f func(source string)) Option {
 }
 
 // ProgressLine exposes the progress display's line format.
-var ProgressLine = progressLine
+func ProgressLine(in, out int64, inRate, outRate float64, errors int64, slowest string, lag int64, stalled time.Duration, width int) string {
+	return progressLine(progressStats{in: in, out: out, inRate: inRate, outRate: outRate, errors: errors, slowest: slowest, lag: lag, stalled: stalled}, width)
+}
 
 // WithLingerTicks makes every sink check its linger (see
 // BatchSettings.Linger) when ticks delivers, against the clock of WithClock,

@@ -48,6 +48,7 @@ func (rt *runtime) serve(addr string) (server, error) {
 //	/debug/pprof/  Go's profiles, when Metrics.Pprof is set
 //	/api/v1/status the pipeline, its rates, partitions and events (status.go)
 //	/              the status page that draws it (internal/statuspage)
+//	/api/v1/tap/   a sample of the records leaving a component (tap.go)
 func (rt *runtime) handle(mux *http.ServeMux) {
 	mux.Handle("/metrics", promhttp.HandlerFor(rt.m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -66,6 +67,7 @@ func (rt *runtime) handle(mux *http.ServeMux) {
 		_ = json.NewEncoder(w).Encode(rt.snapshotStalls())
 	})
 	rt.handleStatus(mux)
+	rt.handleTap(mux)
 	if rt.g.spec.Metrics.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

@@ -44,9 +44,13 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // Metrics.Address may then stay empty.
 func WithServeMux(mux *http.ServeMux) Option { return func(o *options) { o.mux = mux } }
 
-// WithProgress writes a one-line live progress display to w every interval
-// (records per second in and out, committed positions), overriding the default
-// of no display. The command line passes stderr when it is a terminal.
+// WithProgress writes a one-line live progress display to w every interval,
+// overriding the default of no display: records per second in and out, the
+// totals, the errors, and the slowest partition (the longest stalled, then
+// the largest lag). Each write is one whole line that starts by returning
+// to the start of the line and erasing it; the last write only erases it.
+// When w implements ProgressWidth the line keeps within its width. The
+// command line passes stderr when it is a terminal.
 func WithProgress(w io.Writer, interval time.Duration) Option {
 	return func(o *options) { o.progress, o.interval = w, interval }
 }

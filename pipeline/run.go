@@ -80,13 +80,12 @@ type runtime struct {
 
 	// Totals for the progress display, added per batch and per group.
 	totalIn, totalOut atomic.Int64
-	commitMu          sync.Mutex
-	committedBy       []string // by source: a short summary of committed positions
 
 	trCounts []trCount // by transform: totals for the Report, added per batch
 
 	events eventRing   // recent events, for the status (events.go)
 	status statusState // what /api/v1/status keeps between reads (status.go)
+	taps   taps        // open taps (tap.go)
 }
 
 // trCount is one transform's totals, added by the workers once per batch.
@@ -137,6 +136,7 @@ func (rt *runtime) run(ctx context.Context) error {
 	start := time.Now()
 	srv, err := rt.open(ctx)
 	if err != nil {
+		rt.taps.close()
 		rt.status.stopped.Store(true) // an embedder's mux may still be asked
 		return err
 	}
@@ -156,6 +156,7 @@ func (rt *runtime) run(ctx context.Context) error {
 		rt.events.add(Event{Kind: EventStopping, Message: "all input read and committed"})
 	}
 	rt.shutdown(gs)
+	rt.taps.close()
 	rt.status.stopped.Store(true)
 	var rep *Report
 	if rt.o.report != nil {

@@ -192,6 +192,7 @@ func (s *sinkRunner) handle(ctx context.Context, c chunk) {
 		s.fail(recs, checkpoint.Failed)
 		s.failEntries()
 	} else if len(recs) > 0 {
+		s.tapIn(recs)
 		s.write(ctx, recs)
 	}
 	s.rt.chunks.put(c.recs)

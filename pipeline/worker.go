@@ -49,6 +49,7 @@ type worker struct {
 	trIn    []int              // by transform: records in, flushed to metrics per batch
 	trOut   []int              // by transform: records out
 	trRej   []int              // by transform: records it failed on
+	tap     *tapTable          // this batch's taps, nil when nobody taps (tap.go)
 }
 
 func newWorker(rt *runtime) *worker {
@@ -80,6 +81,7 @@ func (w *worker) run() {
 }
 
 func (w *worker) batch(src *sourceRunner, b *connector.Batch, gen uint64) {
+	w.tapBatch(src, b)
 	part, end := b.Partition, b.End
 	outs := w.rt.g.sourceOut[src.idx]
 	if len(outs) == 1 && outs[0].sink && len(b.Records) > 0 {
@@ -182,6 +184,7 @@ func (w *worker) apply(i int, in record.Record) {
 			w.reject(i, rec, ref, err)
 			return
 		}
+		w.tapRoute(i, idx, rec)
 		ts := w.targets[i][:0]
 		for _, k := range idx {
 			ts = append(ts, ct.outs[k]...)
@@ -203,6 +206,7 @@ func (w *worker) apply(i int, in record.Record) {
 		return
 	}
 	w.trOut[i] += len(out)
+	w.tapOut(i, out)
 	if len(out) == 0 {
 		ref.Release(checkpoint.Delivered)
 	}

@@ -54,6 +54,7 @@ type Sink struct {
 	name  string
 	cfg   Config
 	tmpl  pathTemplate
+	ptime pathTime
 	fixed *pqSchema // parquet schema from the configuration, or nil
 	runID string    // makes chunk names unique across runs and processes
 	seq   uint64
@@ -110,6 +111,7 @@ func New(name string, cfg *Config) (*Sink, error) {
 		name:  name,
 		cfg:   *cfg,
 		tmpl:  t,
+		ptime: pathTime{kind: cfg.TemplateTime, field: []string{cfg.TemplateTimeField}},
 		runID: time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(id[:]),
 		now:   time.Now,
 		open:  map[string]*chunk{},
@@ -166,7 +168,8 @@ func (s *Sink) Write(ctx context.Context, recs []record.Record) error {
 	now := s.now().UTC()
 	var c *chunk // the open chunk for s.key, or nil for a new one
 	var err error
-	if !s.tmpl.hasFields {
+	perRecord := s.tmpl.hasFields || s.ptime.perRecord(&s.tmpl)
+	if !perRecord {
 		// One path for every record: look its chunk up once.
 		s.key, _ = s.tmpl.render(s.key[:0], now, nil)
 		if c, err = s.current(now); err != nil {
@@ -175,8 +178,12 @@ func (s *Sink) Write(ctx context.Context, recs []record.Record) error {
 	}
 	for i := range recs {
 		r := &recs[i]
-		if s.tmpl.hasFields {
-			if s.key, err = s.tmpl.render(s.key[:0], now, r); err != nil {
+		if perRecord {
+			at, err := s.ptime.of(r, now)
+			if err == nil {
+				s.key, err = s.tmpl.render(s.key[:0], at, r)
+			}
+			if err != nil {
 				return &connector.RejectError{Index: i, Err: fmt.Errorf("sink/file: %w", err)}
 			}
 			if c, err = s.current(now); err != nil {

@@ -15,6 +15,7 @@ import (
 type pathTemplate struct {
 	segs      []segment
 	hasFields bool
+	hasTime   bool // a date placeholder: {{.Date}}, {{.Year}}, ...
 }
 
 type segKind uint8
@@ -73,6 +74,9 @@ func parseTemplate(s string) (pathTemplate, error) {
 			t.segs = append(t.segs, segment{segField, name, []string{name}})
 			t.hasFields = true
 		}
+		if k := t.segs[len(t.segs)-1].kind; k >= segDate && k <= segHour {
+			t.hasTime = true
+		}
 	}
 	var lit strings.Builder
 	for _, sg := range t.segs {
@@ -88,23 +92,24 @@ func parseTemplate(s string) (pathTemplate, error) {
 	return t, nil
 }
 
-// render appends the template's path for r written at now (UTC) to dst. r may
-// be nil when the template has no fields.
-func (t *pathTemplate) render(dst []byte, now time.Time, r *record.Record) ([]byte, error) {
+// render appends the template's path for r to dst, with at (UTC) as the
+// time of the date placeholders. r may be nil when the template has no
+// fields.
+func (t *pathTemplate) render(dst []byte, at time.Time, r *record.Record) ([]byte, error) {
 	for _, sg := range t.segs {
 		switch sg.kind {
 		case segLit:
 			dst = append(dst, sg.text...)
 		case segDate:
-			dst = now.AppendFormat(dst, "2006-01-02")
+			dst = at.AppendFormat(dst, "2006-01-02")
 		case segYear:
-			dst = now.AppendFormat(dst, "2006")
+			dst = at.AppendFormat(dst, "2006")
 		case segMonth:
-			dst = now.AppendFormat(dst, "01")
+			dst = at.AppendFormat(dst, "01")
 		case segDay:
-			dst = now.AppendFormat(dst, "02")
+			dst = at.AppendFormat(dst, "02")
 		case segHour:
-			dst = now.AppendFormat(dst, "15")
+			dst = at.AppendFormat(dst, "15")
 		case segField:
 			var v [1]record.Value
 			var found [1]bool
@@ -142,4 +147,67 @@ func appendPathValue(dst []byte, v record.Value) []byte {
 		dst = append(dst, c)
 	}
 	return dst
+}
+
+// pathTime is where the time of a chunk's path comes from (template_time).
+type pathTime struct {
+	kind  string   // processing, record or field
+	field []string // the field, as record.Lookup takes it
+}
+
+// perRecord reports whether the time of the path can differ between the
+// records of one Write, so that each record's path is rendered on its own.
+func (p pathTime) perRecord(t *pathTemplate) bool {
+	return t.hasTime && p.kind != "processing"
+}
+
+// of returns the time of r's path when it is written at now (UTC): now
+// itself, the record's time, or the time in its field. A record that has
+// no such time is the record's fault: the error says what is missing.
+func (p pathTime) of(r *record.Record, now time.Time) (time.Time, error) {
+	switch p.kind {
+	case "record":
+		if r.Time.IsZero() {
+			return now, fmt.Errorf("the record has no time of its own (its source gives none), and template_time is record: use template_time: field, or processing")
+		}
+		return r.Time.UTC(), nil
+	case "field":
+		var v [1]record.Value
+		var found [1]bool
+		if err := r.Lookup(p.field, v[:], found[:]); err != nil {
+			return now, fmt.Errorf("template_time_field %q: %w", p.field[0], err)
+		}
+		if !found[0] || v[0].Kind() != record.String {
+			return now, fmt.Errorf("template_time_field %q is %s, not a time: the path needs an RFC 3339 time or a date in it", p.field[0], describeValue(found[0], v[0]))
+		}
+		s := v[0].Text()
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			return t.UTC(), nil
+		}
+		if t, err := time.Parse(time.DateOnly, s); err == nil {
+			return t, nil
+		}
+		return now, fmt.Errorf("template_time_field %q is %q, not an RFC 3339 time (2026-02-01T19:27:17Z) or a date (2026-02-01)", p.field[0], s)
+	}
+	return now, nil
+}
+
+// describeValue names what a field held, for an error.
+func describeValue(found bool, v record.Value) string {
+	if !found {
+		return "missing"
+	}
+	switch v.Kind() {
+	case record.Null:
+		return "null"
+	case record.Int, record.Float, record.Number:
+		return "the number " + v.Literal()
+	case record.Bool:
+		return "a bool"
+	case record.Object:
+		return "an object"
+	case record.Array:
+		return "an array"
+	}
+	return "not a string"
 }

@@ -27,17 +27,17 @@ const DefaultTemplate = `{"id":{{id}},"seq":{{seq}}}`
 type Config struct {
 	// Count is how many records to generate in all partitions together; 0 means
 	// without end.
-	Count int64 `yaml:"count"`
+	Count int64 `yaml:"count" unit:"records" doc:"How many records to generate, over all partitions together; 0 means without end."`
 	// Rate limits generation to this many records per second; 0 means as fast
 	// as possible.
-	Rate float64 `yaml:"rate"`
+	Rate float64 `yaml:"rate" unit:"records/s" doc:"At most this many records per second; 0 means as fast as possible."`
 	// BatchSize is the number of records per poll batch (default 500).
-	BatchSize int `yaml:"batch_size"`
+	BatchSize int `yaml:"batch_size" unit:"records" doc:"Records per poll batch."`
 	// Partitions is the number of partitions (default 1).
-	Partitions int `yaml:"partitions"`
+	Partitions int `yaml:"partitions" doc:"Partitions, named <source>/0, <source>/1, ...; each numbers its records from 0."`
 	// Template is the value of every record: {{id}} becomes a number unique
 	// across partitions, {{seq}} the record's sequence number in its partition.
-	Template string `yaml:"template"`
+	Template string `yaml:"template" doc:"The value of every record: {{id}} becomes a number unique across partitions, {{seq}} the record's sequence number in its partition."`
 
 	// Offsets, when set, keeps committed positions across instances, so a new
 	// source built with the same Offsets resumes where the last one committed
