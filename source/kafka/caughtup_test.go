@@ -155,7 +155,7 @@ func TestNotCaughtUpWhileBehindTheHighWatermark(t *testing.T) {
 
 // Guarantee: the client's buffers are sized from the pipeline's in-flight
 // byte limit, which the runtime hands over before Open: a fetch is a
-// sixteenth of it (at least 1 MiB, at most 50 MiB), one partition's part at
+// sixty-fourth of it (at least 1 MiB, at most 50 MiB), one partition's part at
 // most 1 MiB, and two fetches at most are buffered at once; fetch_max_bytes,
 // when set, replaces the derived fetch size. Without a limit the runtime's
 // default (64 MiB) applies.
@@ -167,9 +167,9 @@ func TestFetchBuffersFollowTheInFlightLimit(t *testing.T) {
 		fetchMaxBytes          int32
 		wantFetch, wantPerPart int32
 	}{
-		{"default limit", 0, 0, 4 << 20, 1 << 20},
-		{"large limit", 512 << 20, 0, 32 << 20, 1 << 20},
-		{"huge limit", 4 << 30, 0, 50 << 20, 1 << 20},
+		{"default limit", 0, 0, 1 << 20, 1 << 20},
+		{"large limit", 512 << 20, 0, 8 << 20, 1 << 20},
+		{"huge limit", 8 << 30, 0, 50 << 20, 1 << 20},
 		{"small limit", 8 << 20, 0, 1 << 20, 1 << 20},
 		{"fetch_max_bytes set", 512 << 20, 256 << 10, 256 << 10, 256 << 10},
 	} {
@@ -244,7 +244,7 @@ func TestPipelineFlushesWhenKafkaCaughtUp(t *testing.T) {
 	if n := len(mem.Values()); n != 60 {
 		t.Fatalf("%d records durable, want 60", n)
 	}
-	if got := kafka.ClientOpt(src, kgo.FetchMaxBytes); got != int32(16<<20) {
-		t.Errorf("client fetch max bytes %v under max_in_flight_bytes 256 MiB, want 16 MiB (a sixteenth)", got)
+	if got := kafka.ClientOpt(src, kgo.FetchMaxBytes); got != int32(4<<20) {
+		t.Errorf("client fetch max bytes %v under max_in_flight_bytes 256 MiB, want 4 MiB (a sixty-fourth)", got)
 	}
 }

@@ -47,7 +47,7 @@ type Config struct {
 	MaxPollRecords int `yaml:"max_poll_records" doc:"Most records one poll of the client hands to the source, which bounds the source's own buffer."`
 	// FetchMaxBytes bounds one fetch response; 0, the default, derives it
 	// from the pipeline's max_in_flight_bytes (see readahead.go).
-	FetchMaxBytes int32 `yaml:"fetch_max_bytes" doc:"Most bytes of one fetch response. 0 (the default) derives it from the source's max_in_flight_bytes (a sixteenth, between 1 MiB and 50 MiB), which so bounds the client's buffers too."`
+	FetchMaxBytes int32 `yaml:"fetch_max_bytes" doc:"Most bytes of one fetch response. 0 (the default) derives it from the source's max_in_flight_bytes (a sixty-fourth, between 1 MiB and 50 MiB), which so bounds the client's buffers too."`
 	// SessionTimeout is how long the group waits for a silent member before
 	// it takes its partitions away.
 	SessionTimeout time.Duration `yaml:"session_timeout" doc:"How long the group waits for a silent member before it takes its partitions away (they are then lost, not revoked)."`

@@ -8,23 +8,29 @@ package kafka
 // (max_in_flight_bytes), which the runtime hands the source before Open
 // (connector.ReadAheadLimiter):
 //
-//   - a fetch response is at most readAheadShare of the limit
+//   - a fetch response is at most 1/readAheadShare of the limit
 //     (kgo.FetchMaxBytes), between minFetchBytes and maxFetchBytes;
 //   - one partition's part of it is at most maxPartitionFetchBytes
 //     (kgo.FetchMaxPartitionBytes), and never more than the fetch;
 //   - at most maxConcurrentFetches fetches are buffered or in flight at once
 //     (kgo.MaxConcurrentFetches), however many brokers lead the partitions.
 //
-// So the client holds at most maxConcurrentFetches × readAheadShare of the
-// limit in fetch responses, as the broker counts them (compressed), and the
-// runtime at most the limit in records (record.Record.Size), which together
-// with the records the source took but has not handed out yet
-// (max_poll_records) is what a Kafka source's pipeline keeps in memory.
+// The share is small because a fetch's size is counted as the broker sends
+// it, compressed, while in memory every record is decompressed and gets a
+// structure of the client's (about 160 bytes): records of ~100 bytes of
+// JSON, snappy-compressed by the producer, take about 13 times their fetched
+// size (a 4 MiB fetch held 200,000 of them, 52 MB). At 1/64 of the limit,
+// two fetches of such records hold about 0.4 of it; and the runtime holds at
+// most the limit in records (record.Record.Size), which together with the
+// records the source took but has not handed out yet (max_poll_records) is
+// what a Kafka source's pipeline keeps in memory. Fetches of 1 MiB (the
+// default limit's) read a local broker as fast as fetches of 50 MiB (the
+// client's default) did: go run ./bench/kafka, docs/kafka.md.
 // fetch_max_bytes, when set, replaces the derived fetch size.
 const (
 	// readAheadShare is the fraction of the in-flight limit one fetch
-	// response may be: 64 MiB, the runtime's default, gives 4 MiB fetches.
-	readAheadShare = 16
+	// response may be: 64 MiB, the runtime's default, gives 1 MiB fetches.
+	readAheadShare = 64
 	// maxConcurrentFetches bounds the fetches buffered or in flight: two
 	// keep one broker's response arriving while another's is read.
 	maxConcurrentFetches = 2
