@@ -79,26 +79,13 @@ func (r AckRef) Batch() BatchID {
 // the status word after its own decrement, and every other release's merge is
 // then already visible, because each of them happened before its decrement.
 func (h *handle) release(s AckStatus, n int64) {
-	// The seededBug branches are wrong variants for the model checks only
-	// (seeded.go); in a normal build they compile to nothing.
-	m := s.mask()
-	if m != 0 && !seededBug(bugOrAfterDec) {
-		if seededBug(bugStatusOverwrite) {
-			h.status.Store(m)
-		} else {
-			h.status.Or(m)
-		}
+	if seededRelease(h, s, n) { // a wrong variant, modelcheck build only (seeded_on.go)
+		return
 	}
-	var left int64
-	if seededBug(bugDecLoadStore) {
-		left = h.refs.Load() - n
-		h.refs.Store(left)
-	} else {
-		left = h.refs.Add(-n)
-	}
-	if m != 0 && seededBug(bugOrAfterDec) {
+	if m := s.mask(); m != 0 {
 		h.status.Or(m)
 	}
+	left := h.refs.Add(-n)
 	if left > 0 {
 		return
 	}

@@ -44,12 +44,12 @@ func (s *AckSet) Add(r *AckRef) {
 
 // Merge moves every reference of o into s and leaves o empty.
 func (s *AckSet) Merge(o *AckSet) {
+	if seededMerge(s, o) { // a wrong variant, modelcheck build only (seeded_on.go)
+		return
+	}
 	for _, e := range o.entries {
 		if k := len(s.entries); k > 0 && s.entries[k-1].h == e.h {
 			s.entries[k-1].n += e.n
-			if seededBug(bugMergeDropsRefs) { // model checks only (seeded.go)
-				s.entries[k-1].n = e.n
-			}
 			continue
 		}
 		s.entries = append(s.entries, e)

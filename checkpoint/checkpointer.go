@@ -12,7 +12,9 @@ import (
 // calls Drain, and on its commit interval hands Committable to the source.
 //
 // The Checkpointer is synchronous: it has no goroutines, locks, clocks or I/O
-// of its own. Time and events enter as calls.
+// of its own. Time and events enter as calls. Its one channel is the wake
+// channel, of capacity 1, which producers signal without blocking and only the
+// owner receives from.
 type Checkpointer struct {
 	q      *queue
 	epochs atomic.Uint64 // last epoch handed out by any issuer
@@ -125,13 +127,15 @@ func (c *Checkpointer) DrainFunc(f func(AckMsg, ResolveOutcome)) DrainStats {
 // never touches a tracker: this single check is what keeps an acknowledgement
 // from a revoked assignment from moving the new assignment's watermark.
 func (c *Checkpointer) Apply(m AckMsg) ResolveOutcome {
+	if o, ok := seededApply(c, m); ok { // a wrong variant, modelcheck build only (seeded_on.go)
+		return o
+	}
 	p := m.ID.Partition
 	if int(p) >= len(c.parts) || m.ID.Epoch == 0 || m.ID.Epoch > c.parts[p].lastEpoch {
 		return Impossible
 	}
 	cp := &c.parts[p]
-	// !seededBug: the model checks' variant without this check (seeded.go).
-	if cp.mode == modeUnassigned || (m.ID.Epoch != cp.t.epoch && !seededBug(bugNoEpochCheck)) {
+	if cp.mode == modeUnassigned || m.ID.Epoch != cp.t.epoch {
 		return Stale
 	}
 	return cp.t.Resolve(m.ID.Seq, m.Position, m.Status)
@@ -222,8 +226,8 @@ func (c *Checkpointer) MarkCommitted(cs []Commit) {
 			continue
 		}
 		cp := &c.parts[m.Partition]
-		if cp.mode != modeUnassigned && cp.t.epoch == m.Epoch && m.Position > cp.committed {
-			cp.committed = m.Position
+		if cp.mode != modeUnassigned && cp.t.epoch == m.Epoch {
+			cp.committed = max(cp.committed, m.Position) // a late confirmation never moves it back
 		}
 	}
 }

@@ -307,3 +307,38 @@ func TestDrainStats(t *testing.T) {
 		t.Fatalf("Add: %+v", sum)
 	}
 }
+
+// TestPartitionTablesFollowHighestPartition checks that the Checkpointer and
+// the issuer hold one table entry per partition up to the highest assigned, in
+// whatever order partitions arrive: a source with 11 partitions costs 11
+// entries, not more. Calls about a partition beyond the tables (queries,
+// messages, confirmations, a revoke of what was never assigned) do not grow
+// them: only an assignment may.
+func TestPartitionTablesFollowHighestPartition(t *testing.T) {
+	c := New()
+	is := c.NewIssuer()
+	var high Partition
+	for _, p := range []Partition{0, 1, 2, 5, 3, 9, 4, 10, 6} {
+		is.Assign(p, 0)
+		c.Drain()
+		high = max(high, p)
+		if len(c.parts) != int(high)+1 || len(is.parts) != int(high)+1 {
+			t.Fatalf("after assigning %d: Checkpointer holds %d entries, issuer %d; want %d each",
+				p, len(c.parts), len(is.parts), high+1)
+		}
+	}
+	for _, p := range []Partition{high + 1, 1000} {
+		c.Apply(AckMsg{ID: BatchID{Partition: p, Epoch: 1}, Position: 10})
+		c.Drained(p)
+		c.State(p)
+		c.Forget(p)
+		c.MarkCommitted([]Commit{{Partition: p, Epoch: 1, Position: 10}})
+		is.Epoch(p)
+		is.Revoke(p)
+		c.Drain()
+		if len(c.parts) != int(high)+1 || len(is.parts) != int(high)+1 {
+			t.Fatalf("calls about partition %d grew the tables: Checkpointer %d entries, issuer %d; want %d each",
+				p, len(c.parts), len(is.parts), high+1)
+		}
+	}
+}

@@ -56,8 +56,12 @@
 // # Invariants
 //
 //  1. Trackers are synchronous. PartitionTracker and the Checkpointer have no
-//     goroutines, locks, channels, clocks or I/O; time and events enter as
-//     calls, so the same inputs always give the same watermarks.
+//     goroutines, locks, clocks or I/O; time and events enter as calls, so the
+//     same inputs always give the same watermarks. The one channel is the
+//     Checkpointer's wake channel (Wake), of capacity 1: producers signal it
+//     with a non-blocking send after they queue a node, and only the owning
+//     goroutine receives from it. No method of the Checkpointer sends on it or
+//     waits on it.
 //  2. The ack path never blocks. Clone, Release, AckSet.Ack and AckSet.Fail use
 //     atomic operations only; the last release links a node into an intrusive
 //     MPSC queue and makes a non-blocking send on a capacity-1 wake channel. No

@@ -47,10 +47,10 @@ func (i *AckIssuer) Assign(p Partition, start Position) Epoch {
 // watermark, then call Checkpointer.Forget. Revoke of a partition that is not
 // assigned does nothing.
 func (i *AckIssuer) Revoke(p Partition) {
-	ip := i.part(p)
-	if ip.epoch == 0 {
+	if int(p) >= len(i.parts) || i.parts[p].epoch == 0 {
 		return
 	}
+	ip := &i.parts[p]
 	i.q.push(&node{kind: kindRevoke, id: BatchID{Partition: p, Epoch: ip.epoch}, issued: ip.seq})
 	*ip = issuerPart{}
 }

@@ -46,6 +46,39 @@ func issueSlab(is *AckIssuer, p Partition, leak map[int]bool) {
 	}
 }
 
+// TestLeakBackstopResolvesOnlyPending runs the backstop directly, as the
+// cleanup does, on a slab that is still in use, so that what it resolves does
+// not depend on when a collection runs: every batch of the slab that was issued
+// and is still pending resolves Failed and leaked, each counted once in
+// DrainStats.Leaked; batches resolved by a release and slots never issued are
+// left alone, and a second run finds nothing. (The tests below show the
+// cleanup runs it once a slab is unreachable; this one comes first so that a
+// broken backstop fails at once, not after their 30 s of collections.)
+func TestLeakBackstopResolvesOnlyPending(t *testing.T) {
+	c := New()
+	is := c.NewIssuer()
+	is.Assign(0, 0)
+	a := is.Issue(0, 10)
+	_, _ = is.Issue(0, 20), is.Issue(0, 30) // dropped: pending for good
+	a.Release(Delivered)
+	if st := c.Drain(); st.Messages != 1 || st.Leaked != 0 {
+		t.Fatalf("before the backstop: %+v", st)
+	}
+
+	resolveLeaked(is.ns)
+	st := c.Drain()
+	if st.Messages != 2 || st.Leaked != 2 || st.Statuses != [numStatuses]int{Failed: 2} || st.Outcome(FailedBatch) != 2 {
+		t.Fatalf("after the backstop: %+v, want the two pending batches failed and leaked", st)
+	}
+	if s, _ := c.State(0); s.Watermark != 10 || s.FailedSeq != 1 || !s.Blocked {
+		t.Fatalf("state %+v, want watermark 10, blocked on s1", s)
+	}
+	resolveLeaked(is.ns)
+	if st := c.Drain(); st != (DrainStats{}) {
+		t.Fatalf("a second run of the backstop resolved again: %+v", st)
+	}
+}
+
 // TestLeakedRefResolvesFailed checks the fail-safe that stands in for Rust's
 // Drop: a reference dropped without a release cannot hang its partition
 // forever, and is never taken for a delivery. Once its slab is unreachable the

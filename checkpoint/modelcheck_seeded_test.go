@@ -9,7 +9,7 @@ import (
 	"github.com/weir-etl/weir/internal/modelcheck"
 )
 
-// mcSeeded is the catalogue of seeded bugs (seeded.go), each with the model
+// mcSeeded is the catalogue of seeded bugs (seeded_on.go), each with the model
 // that must catch it. The models pass the real code (modelcheck_test.go); this
 // shows they would not pass wrong code, so a green run means something.
 var mcSeeded = []struct {

@@ -61,9 +61,7 @@ func newQueue() *queue {
 
 // push appends n and wakes the consumer. It never blocks.
 func (q *queue) push(n *node) {
-	if seededBug(bugSignalBeforeLink) { // model checks only (seeded.go)
-		q.wake.Signal()
-		q.link(n)
+	if seededPush(q, n) { // a wrong variant, modelcheck build only (seeded_on.go)
 		return
 	}
 	q.link(n)

@@ -28,6 +28,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the te
 //	clone N name=M                    M is a new reference to N's batch
 //	release N [status=S]              release N (delivered by default)
 //	hold SET N...                     move references into an AckSet
+//	merge SET OTHER                   AckSet.Merge: OTHER's references into SET
 //	ack SET | fail SET [status=S]     give an AckSet its outcome
 //	drain                             Checkpointer.Drain, printing its counters
 //	apply p=P epoch=E seq=Q end=POS [status=S]  Checkpointer.Apply of a raw message
@@ -35,6 +36,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the te
 //	mark-committed [p=P epoch=E pos=POS]  confirm the last committable (or one commit)
 //	forget p=P                        Checkpointer.Forget
 //	state p=P | states                Checkpointer.State, States
+//	drained p=P                       Checkpointer.Drained
+//	epoch p=P                         AckIssuer.Epoch
 //
 // A command that panics prints "panic: " and the message.
 func TestScripts(t *testing.T) {
@@ -228,6 +231,10 @@ func (e *scriptEnv) run(line string) (out []string) {
 			s.Add(e.ref(name))
 		}
 		return []string{fmt.Sprintf("%s: %d entries, %d refs", a.pos[0], s.Len(), s.Refs())}
+	case "merge":
+		s, o := e.set(a.pos[0]), e.set(a.pos[1])
+		s.Merge(o)
+		return []string{fmt.Sprintf("%s: %d entries, %d refs; %s: %d entries", a.pos[0], s.Len(), s.Refs(), a.pos[1], o.Len())}
 	case "ack", "fail":
 		s := e.set(a.pos[0])
 		var hs []*handle
@@ -289,6 +296,10 @@ func (e *scriptEnv) run(line string) (out []string) {
 			return []string{fmt.Sprintf("p%d: not assigned", p())}
 		}
 		return []string{formatState(s)}
+	case "drained":
+		return []string{fmt.Sprintf("p%d: drained %v", p(), e.c.Drained(p()))}
+	case "epoch":
+		return []string{fmt.Sprintf("p%d: issuer epoch %d", p(), e.is.Epoch(p()))}
 	case "states":
 		for _, s := range e.c.States(nil) {
 			out = append(out, formatState(s))

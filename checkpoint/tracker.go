@@ -151,11 +151,20 @@ func (t *PartitionTracker) Resolve(seq uint64, pos Position, st AckStatus) Resol
 		}
 		return Buffered
 	}
-	// seq is the head and delivered: pass it and every delivered batch behind it.
+	t.advance(mask)
+	return Advanced
+}
+
+// advance moves the watermark past the head, which was just resolved
+// delivered, and past every delivered batch behind it, up to the first batch
+// that is unresolved or failed.
+func (t *PartitionTracker) advance(mask uint64) {
+	if seededAdvance(t, mask) { // a wrong variant, modelcheck build only (seeded_on.go)
+		return
+	}
 	for t.buffered > 0 {
 		sl := &t.ring[t.next&mask]
-		// seededBug: the model checks' variant that passes failed batches (seeded.go).
-		if sl.st != 1+uint8(Delivered) && !(seededBug(bugAdvanceOnFailed) && sl.st != 0) {
+		if sl.st != 1+uint8(Delivered) {
 			break
 		}
 		t.watermark = max(t.watermark, sl.pos)
@@ -163,7 +172,6 @@ func (t *PartitionTracker) Resolve(seq uint64, pos Position, st AckStatus) Resol
 		t.next++
 		t.buffered--
 	}
-	return Advanced
 }
 
 // grow makes the ring hold at least n slots from t.next on.
@@ -173,11 +181,9 @@ func (t *PartitionTracker) grow(n uint64) {
 		size *= 2
 	}
 	ring := make([]trackSlot, size)
-	if old := t.ring; len(old) > 0 {
-		om, nm := uint64(len(old)-1), size-1
-		for s := t.next; s < t.next+uint64(len(old)); s++ {
-			ring[s&nm] = old[s&om]
-		}
+	old := t.ring
+	for s := t.next; s < t.next+uint64(len(old)); s++ {
+		ring[s&(size-1)] = old[s&uint64(len(old)-1)]
 	}
 	t.ring = ring
 }

@@ -8,19 +8,20 @@ import (
 	"time"
 
 	"github.com/weir-etl/weir/checkpoint"
+	"github.com/weir-etl/weir/pipeline/internal/policy"
 )
 
 // The checkpointer goroutine: one per source, the owner of its
 // Checkpointer. It is a thin loop in the style of etcd-io/raft's node.go:
 // wait for an event, drain the resolutions, ask the commit policy
-// (policy.go) what to do, do it. Everything it decides is the policy's; what
+// (package pipeline/internal/policy) what to do, do it. Everything it decides is the policy's; what
 // it does is I/O (Source.Commit), messages to the poller (rewinds) and to the
 // callers of Revoke, metrics and logs.
 
 // cpLoop is the checkpointer goroutine's state.
 type cpLoop struct {
 	s       *sourceRunner
-	pol     *commitPolicy
+	pol     *policy.Policy
 	states  []checkpoint.PartitionState
 	commits []checkpoint.Commit
 	nextID  int
@@ -33,8 +34,8 @@ type cpLoop struct {
 func (s *sourceRunner) checkpoint(ctx context.Context, final <-chan struct{}) {
 	defer close(s.cpDone)
 	cfg := s.rt.g.spec.Checkpoint
-	l := &cpLoop{s: s, waiting: map[int]hostReq{}, pol: newCommitPolicy(policyConfig{
-		commitInterval: cfg.CommitInterval, commitFailureTimeout: cfg.CommitFailureTimeout, stallWarning: cfg.StallWarning})}
+	l := &cpLoop{s: s, waiting: map[int]hostReq{}, pol: policy.New(policy.Config{
+		CommitInterval: cfg.CommitInterval, CommitFailureTimeout: cfg.CommitFailureTimeout, StallWarning: cfg.StallWarning})}
 	s.pol = l.pol
 	tick := time.NewTicker(cfg.CommitInterval)
 	defer tick.Stop()
@@ -66,16 +67,16 @@ func (s *sourceRunner) checkpoint(ctx context.Context, final <-chan struct{}) {
 			return
 		}
 		s.drain()
-		rd := l.pol.step(l.view(isTick))
+		rd := l.pol.Step(l.view(isTick))
 		l.carryOut(ctx, &rd)
 		if isTick {
 			l.published()
 		}
-		if refresh || len(rd.stalled) > 0 {
-			s.refreshStalls(l, rd.stalled)
+		if refresh || len(rd.Stalled) > 0 {
+			s.refreshStalls(l, rd.Stalled)
 		}
-		if !rd.wakeAt.IsZero() {
-			timer.Reset(max(rd.wakeAt.Sub(s.rt.now()), 0))
+		if !rd.WakeAt.IsZero() {
+			timer.Reset(max(rd.WakeAt.Sub(s.rt.now()), 0))
 		}
 		s.publishStatus(l)
 	}
@@ -92,63 +93,63 @@ func (l *cpLoop) request(r hostReq) {
 	}
 	l.nextID++
 	l.waiting[l.nextID] = r
-	l.pol.revoke(l.nextID, r.ps, r.deadline)
+	l.pol.AddRevoke(l.nextID, r.ps, r.deadline)
 }
 
 // view gathers what the policy looks at.
-func (l *cpLoop) view(tick bool) *policyView {
+func (l *cpLoop) view(tick bool) *policy.View {
 	s := l.s
 	l.states = s.cp.States(l.states[:0])
 	l.commits = s.cp.Committable(l.commits[:0])
-	return &policyView{
-		now: s.rt.now(), states: l.states, committable: l.commits,
-		pending: s.pending, eof: s.eof.Load(), inflight: s.inflightBatches.Load(),
-		stopping: s.rt.stopping.Load(), tick: tick,
+	return &policy.View{
+		Now: s.rt.now(), States: l.states, Committable: l.commits,
+		Pending: s.pending, EOF: s.eof.Load(), InFlight: s.inflightBatches.Load(),
+		Stopping: s.rt.stopping.Load(), Tick: tick,
 	}
 }
 
 // carryOut does what the policy decided.
-func (l *cpLoop) carryOut(ctx context.Context, rd *ready) {
+func (l *cpLoop) carryOut(ctx context.Context, rd *policy.Ready) {
 	s := l.s
-	for _, w := range rd.revokesDone {
+	for _, w := range rd.RevokesDone {
 		var cs []checkpoint.Commit
 		for _, c := range s.cp.Committable(nil) {
-			if slices.Contains(w.ps, c.Partition) {
+			if slices.Contains(w.Partitions, c.Partition) {
 				cs = append(cs, c)
 			}
 		}
 		err := l.commit(ctx, cs)
-		s.rt.events.add(Event{Kind: EventRevoked, Source: s.spec.Name, Partitions: s.partNames(w.ps), Message: revokedMessage(err)})
-		for _, p := range w.ps {
+		s.rt.events.add(Event{Kind: EventRevoked, Source: s.spec.Name, Partitions: s.partNames(w.Partitions), Message: revokedMessage(err)})
+		for _, p := range w.Partitions {
 			l.forget(p)
 		}
-		if r, ok := l.waiting[w.id]; ok {
-			delete(l.waiting, w.id)
+		if r, ok := l.waiting[w.ID]; ok {
+			delete(l.waiting, w.ID)
 			r.done <- err
 		}
 	}
-	if rd.halt != nil {
-		s.rt.fail(s.rejectedError(*rd.halt))
+	if rd.Halt != nil {
+		s.rt.fail(s.rejectedError(*rd.Halt))
 	}
-	if rd.haltCommits {
-		n, since := l.pol.commitFailing()
+	if rd.HaltCommits {
+		n, since := l.pol.CommitFailing()
 		s.rt.fail(fmt.Errorf("pipeline: source %s: %d commits in a row have failed since %s (commit_failure_timeout %v): %w; the positions stay where they were, so input after them is read again next time",
 			s.spec.Name, n, since.Format(time.RFC3339), s.rt.g.spec.Checkpoint.CommitFailureTimeout, l.lastErr))
 	}
-	if len(rd.rewinds) > 0 {
-		for _, r := range rd.rewinds {
+	if len(rd.Rewinds) > 0 {
+		for _, r := range rd.Rewinds {
 			// Logged at the first rewind of a partition and then at doubling
 			// counts: a sink failing for good must not flood the log.
-			if _, n := l.pol.stall(r.p, s.rt.now()); n&(n-1) == 0 {
-				s.log.Info("rewinding partition to its watermark to replay failed data", "partition", s.partName(r.p), "position", r.pos, "rewinds", n)
-				s.rt.events.add(Event{Kind: EventRewind, Source: s.spec.Name, Partitions: []string{s.partName(r.p)}, Message: fmt.Sprintf("rewound to its watermark, position %d, to replay failed data (rewind %d)", r.pos, n)})
+			if _, n := l.pol.Stall(r.Partition, s.rt.now()); n&(n-1) == 0 {
+				s.log.Info("rewinding partition to its watermark to replay failed data", "partition", s.partName(r.Partition), "position", r.Position, "rewinds", n)
+				s.rt.events.add(Event{Kind: EventRewind, Source: s.spec.Name, Partitions: []string{s.partName(r.Partition)}, Message: fmt.Sprintf("rewound to its watermark, position %d, to replay failed data (rewind %d)", r.Position, n)})
 			}
 		}
-		s.requestRewinds(rd.rewinds)
+		s.requestRewinds(rd.Rewinds)
 	}
-	if len(rd.commit) > 0 {
-		err := l.commit(ctx, rd.commit)
-		l.pol.commitDone(err == nil, s.rt.now())
+	if len(rd.Commit) > 0 {
+		err := l.commit(ctx, rd.Commit)
+		l.pol.CommitDone(err == nil, s.rt.now())
 		if err == nil && s.eof.Load() {
 			// A finished source's commit may be its last: step again now,
 			// so that the policy sees nothing left and the run ends without
@@ -156,7 +157,7 @@ func (l *cpLoop) carryOut(ctx context.Context, rd *ready) {
 			signal(s.notify)
 		}
 	}
-	if rd.finished {
+	if rd.Finished {
 		s.rt.sourceFinished()
 	}
 }
@@ -175,7 +176,7 @@ func (l *cpLoop) commit(ctx context.Context, cs []checkpoint.Commit) error {
 	if err != nil {
 		s.rt.m.commitErrors.WithLabelValues(s.spec.Name).Inc()
 		l.lastErr = err
-		n, since := l.pol.commitFailing()
+		n, since := l.pol.CommitFailing()
 		if n++; n&(n-1) == 0 {
 			if n == 1 {
 				since = s.rt.now()
@@ -185,7 +186,7 @@ func (l *cpLoop) commit(ctx context.Context, cs []checkpoint.Commit) error {
 		}
 		return fmt.Errorf("pipeline: source %s: commit: %w", s.spec.Name, err)
 	}
-	if n, _ := l.pol.commitFailing(); n > 0 {
+	if n, _ := l.pol.CommitFailing(); n > 0 {
 		s.log.Info("commit succeeded again", "failures", n)
 		s.rt.events.add(Event{Kind: EventCommitRecovered, Source: s.spec.Name, Message: fmt.Sprintf("commit succeeded again after %d failures", n)})
 	}
@@ -197,7 +198,7 @@ func (l *cpLoop) commit(ctx context.Context, cs []checkpoint.Commit) error {
 // goroutine keeps it.
 func (l *cpLoop) forget(p checkpoint.Partition) {
 	l.s.cp.Forget(p)
-	l.pol.forget(p)
+	l.pol.Forget(p)
 	l.s.forgetMetrics(p)
 	l.s.release(p)
 }
@@ -283,7 +284,7 @@ func (s *sourceRunner) pending(p checkpoint.Partition) (time.Time, bool) {
 // partition back to its watermark and start a new epoch there. It also
 // cancels the context of the Poll in progress, which may wait for data on an
 // idle partition.
-func (s *sourceRunner) requestRewinds(rs []rewindReq) {
+func (s *sourceRunner) requestRewinds(rs []policy.Rewind) {
 	s.rewindMu.Lock()
 	defer s.rewindMu.Unlock()
 	s.rewinds = append(s.rewinds, rs...)

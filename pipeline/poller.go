@@ -18,11 +18,6 @@ type batchInfo struct {
 	bytes  int64
 	issued time.Time
 }
-type rewindReq struct {
-	p     checkpoint.Partition
-	epoch checkpoint.Epoch
-	pos   checkpoint.Position
-}
 
 func signal(c chan struct{}) {
 	select {
@@ -220,13 +215,13 @@ func (s *sourceRunner) doRewinds(pollCtx, ctx context.Context) error {
 	}
 	s.rewindMu.Unlock()
 	for _, r := range reqs {
-		if !s.sameEpoch(r.p, r.epoch) {
+		if !s.sameEpoch(r.Partition, r.Epoch) {
 			continue // revoked or re-assigned since
 		}
-		if err := s.src.Seek(ctx, r.p, r.pos); err != nil {
-			return fmt.Errorf("pipeline: source %s: seek partition %s to %d for a rewind: %w", s.spec.Name, s.partName(r.p), r.pos, err)
+		if err := s.src.Seek(ctx, r.Partition, r.Position); err != nil {
+			return fmt.Errorf("pipeline: source %s: seek partition %s to %d for a rewind: %w", s.spec.Name, s.partName(r.Partition), r.Position, err)
 		}
-		s.restart(r.p, r.epoch, r.pos)
+		s.restart(r.Partition, r.Epoch, r.Position)
 		s.eof.Store(false)
 		s.rt.m.rewinds.WithLabelValues(s.spec.Name).Inc()
 	}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -144,18 +145,32 @@ func (rt *runtime) report(start time.Time) *Report {
 	return r
 }
 
-// String formats the report as a short table, one line per component:
+// String formats the report as `weir run` prints it when it ends, one line
+// per component:
 //
 //	run summary (1.2s):
-//	  source  orders       1000 read      committed 2 partitions, positions summing to 118342
+//	  source  orders       1000 records read, 3 skipped (bad record), 512 bytes unread (files gone)  committed 2 partitions, positions summing to 118342
 //	  filter  paid         1000 in        373 out, 627 dropped
 //	  sink    paid_orders  373 written    ./out/paid: 2 chunks, 373 records
+//
+// A source's skipped records and unread bytes appear when there are any, by
+// reason: nothing a source passed over goes unsaid.
 func (r *Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "run summary (%s):\n", r.Elapsed.Round(time.Millisecond))
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	for _, s := range r.Sources {
-		fmt.Fprintf(tw, "  source\t%s\t%d read\tcommitted %d partitions, positions summing to %d\n", s.Name, s.Read, s.Partitions, s.Committed)
+		read := fmt.Sprintf("%d records read", s.Read)
+		if n := total(s.Skipped); n > 0 {
+			read += fmt.Sprintf(", %d skipped (%s)", n, reasons(s.Skipped))
+		}
+		if n := total(s.Unread); n > 0 {
+			read += fmt.Sprintf(", %d bytes unread (%s)", n, reasons(s.Unread))
+		}
+		if n := len(s.Behind); n > 0 {
+			read += fmt.Sprintf(", %d partitions left behind what was read (read again next time)", n)
+		}
+		fmt.Fprintf(tw, "  source\t%s\t%s\tcommitted %d partitions, positions summing to %d\n", s.Name, read, s.Partitions, s.Committed)
 	}
 	for _, t := range r.Transforms {
 		fmt.Fprintf(tw, "  %s\t%s\t%d in\t%d out", t.Kind, t.Name, t.In, t.Out)
@@ -173,6 +188,12 @@ func (r *Report) String() string {
 		if s.Failed > 0 {
 			parts = append(parts, fmt.Sprintf("%d failed", s.Failed))
 		}
+		if s.Skipped > 0 {
+			parts = append(parts, fmt.Sprintf("%d already held, not written again", s.Skipped))
+		}
+		if s.Failing != "" {
+			parts = append(parts, "failing at the end: "+s.Failing)
+		}
 		if s.Output != "" {
 			parts = append(parts, s.Output)
 		}
@@ -180,6 +201,29 @@ func (r *Report) String() string {
 	}
 	tw.Flush()
 	return b.String()
+}
+
+func total(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// reasons says why, in words: "bad record", or "2 bad record, 1 too long"
+// when there are several reasons.
+func reasons(m map[string]int64) string {
+	keys := slices.Sorted(maps.Keys(m))
+	words := func(k string) string { return strings.ReplaceAll(k, "_", " ") }
+	if len(keys) == 1 {
+		return words(keys[0])
+	}
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d %s", m[k], words(k))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // skipCounts is what a source reported through Host.Skip and Host.Unread. It

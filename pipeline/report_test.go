@@ -51,7 +51,7 @@ func TestReportSummarisesTheRun(t *testing.T) {
 		t.Fatalf("sinks: %+v", sk)
 	}
 	s := rep.String()
-	for _, want := range []string{"run summary", "source  gen", "1000 read", "committed 2 partitions, positions summing to 1000",
+	for _, want := range []string{"run summary", "source  gen", "1000 records read", "committed 2 partitions, positions summing to 1000",
 		"filter  even", "500 out, 500 dropped", "sink    kept", "500 written", "memory: all of it", "1000 written"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q:\n%s", want, s)

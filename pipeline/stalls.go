@@ -34,7 +34,7 @@ func (s *sourceRunner) stalls(dst []Stall, states []checkpoint.PartitionState) [
 			continue // nothing unresolved in this partition
 		}
 		id := checkpoint.BatchID{Partition: ps.Partition, Epoch: ps.Epoch, Seq: ps.Next}
-		age, rewinds := s.pol.stall(ps.Partition, now)
+		age, rewinds := s.pol.Stall(ps.Partition, now)
 		st := Stall{Source: s.spec.Name, Partition: s.partName(ps.Partition), Batch: id.String(), AgeMillis: age.Milliseconds(), Rewinds: rewinds, Status: "pending"}
 		if ps.Blocked {
 			st.Status = ps.FailedStatus.String()
@@ -74,7 +74,7 @@ func (s *sourceRunner) refreshStalls(l *cpLoop, newly []checkpoint.Partition) {
 	s.rt.setStalls(s.idx, list)
 	now := s.rt.now()
 	for _, ps := range l.states {
-		age, _ := s.pol.stall(ps.Partition, now)
+		age, _ := s.pol.Stall(ps.Partition, now)
 		s.rt.m.stalled.WithLabelValues(s.spec.Name, s.partName(ps.Partition)).Set(age.Seconds())
 	}
 	for _, p := range newly {

@@ -307,7 +307,7 @@ func (s *sourceRunner) publishStatus(l *cpLoop) {
 	now := s.rt.now()
 	l.states = s.cp.States(l.states[:0])
 	snap := srcSnap{at: now, taken: time.Now(), parts: make([]partSnap, len(l.states)), reach: s.reachable()}
-	snap.commitFails, snap.commitSince = l.pol.commitFailing()
+	snap.commitFails, snap.commitSince = l.pol.CommitFailing()
 	if snap.commitFails > 0 && l.lastErr != nil {
 		snap.commitErr = l.lastErr.Error()
 	}
@@ -346,7 +346,7 @@ func (s *sourceRunner) publishStatus(l *cpLoop) {
 	for i, ps := range l.states {
 		p := &snap.parts[i]
 		p.committed, p.watermark, p.inflight = ps.Committed, ps.Watermark, inflight[ps.Partition]
-		age, rewinds := l.pol.stall(ps.Partition, now)
+		age, rewinds := l.pol.Stall(ps.Partition, now)
 		p.rewinds = rewinds
 		if age > 0 {
 			p.stalledSince = now.Add(-age)
@@ -359,7 +359,7 @@ func (s *sourceRunner) publishStatus(l *cpLoop) {
 			p.status = "revoking"
 		case pending[i]:
 			p.status = "pending"
-		case l.pol.replaying(ps.Partition):
+		case l.pol.Replaying(ps.Partition):
 			p.status = "replaying"
 		}
 		if ps.Blocked || pending[i] {
@@ -372,12 +372,6 @@ func (s *sourceRunner) publishStatus(l *cpLoop) {
 	close(st.fresh)
 	st.fresh = make(chan struct{})
 	st.mu.Unlock()
-}
-
-// replaying reports whether p was rewound and its watermark has not moved
-// since.
-func (cp *commitPolicy) replaying(p checkpoint.Partition) bool {
-	return int(p) < len(cp.parts) && cp.parts[p].replaying
 }
 
 // request asks the checkpointer goroutine for a fresh snapshot unless the

@@ -1,7 +1,6 @@
 package transform
 
 import (
-	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/record"
 )
 
@@ -33,10 +32,9 @@ func (f *Filter) Process(in *record.Record, out []record.Record) ([]record.Recor
 	return appendPassed(out, in), nil
 }
 
-// appendPassed appends in itself as an output. The runtime attaches the
-// references of outputs, so the copy must not carry in's.
+// appendPassed appends in itself as an output. The runtime takes the
+// reference off a record before a transform sees it and attaches the
+// outputs' own (see package transform), so in carries none.
 func appendPassed(out []record.Record, in *record.Record) []record.Record {
-	out = append(out, *in)
-	out[len(out)-1].Ack = checkpoint.AckRef{}
-	return out
+	return append(out, *in)
 }

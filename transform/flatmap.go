@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"regexp"
 
-	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/record"
 )
 
@@ -96,8 +95,7 @@ func (f *FlatMap) Process(in *record.Record, out []record.Record) ([]record.Reco
 		}
 		// Each output copies the parent's metadata; its own fields make its
 		// value, and the runtime attaches its reference.
-		c := *in
-		c.Ack = checkpoint.AckRef{}
+		c := in.CloneData()
 		c.Replace(b, true)
 		out = append(out, c)
 	}

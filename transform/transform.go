@@ -11,8 +11,9 @@ import "github.com/weir-etl/weir/record"
 //
 // Process appends to out the records that in becomes and returns out. A filter
 // appends nothing to drop a record; a map modifies *in and appends it; a
-// flat_map appends several records built with in.CloneData(). Outputs must have
-// a zero Ack: the runtime attaches references. An error means the record cannot
+// flat_map appends several records built with in.CloneData(). The runtime takes
+// the reference off in before calling Process and attaches the outputs' own, so
+// in, and every output built from it, carries none. An error means the record cannot
 // be processed (a field of the wrong type): the runtime resolves it as Rejected
 // and applies the failure policy.
 //

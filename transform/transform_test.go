@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/record"
 )
 
@@ -76,27 +75,6 @@ func TestFilterKeepsOnlyMatching(t *testing.T) {
 			t.Errorf("%s on %s: kept=%v, want %v", c.cond, c.value, got, c.keep)
 		}
 	}
-}
-
-func TestFilterOutputHasNoReference(t *testing.T) {
-	// Outputs must have a zero Ack: the runtime attaches references, and a
-	// copied one would be released twice.
-	cp := checkpoint.New()
-	is := cp.NewIssuer()
-	is.Assign(0, 0)
-	in := rec(`{"id":2}`)
-	in.Ack = is.Issue(0, 1)
-	out, err := mustFilter(t, `id == 2`).Process(in, nil)
-	if err != nil || len(out) != 1 {
-		t.Fatalf("out=%v err=%v", out, err)
-	}
-	if !out[0].Ack.IsZero() {
-		t.Fatal("filter output carries the input's reference")
-	}
-	if in.Ack.IsZero() {
-		t.Fatal("filter cleared the input's reference; the runtime releases it")
-	}
-	in.Ack.Release(checkpoint.Delivered)
 }
 
 func TestFilterOnMetadataDoesNotDecode(t *testing.T) {

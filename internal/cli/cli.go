@@ -266,7 +266,7 @@ func (c *command) run(args []string) int {
 	var report *pipeline.Report // set before Run returns
 	opts := []pipeline.Option{pipeline.WithLogger(log), pipeline.WithReport(func(r *pipeline.Report) {
 		// stderr, never stdout: a stdout sink's output must stay pure NDJSON.
-		fmt.Fprint(c.stderr, summary(r))
+		fmt.Fprint(c.stderr, r.String())
 		report = r
 	})}
 	if w := progressTo(c.stderr); w != nil {

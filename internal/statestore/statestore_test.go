@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/weir-etl/weir/internal/weirtest"
 )
 
 // logBuffer collects what the store logs.
@@ -159,38 +161,13 @@ func TestCorruptStateStops(t *testing.T) {
 	}
 }
 
-// tmpfs mounts a tmpfs of the given size (mount's size= syntax) on a new
-// directory and returns the directory and a function that changes its size.
-// Mounting needs root (CI runs as root); the test is skipped otherwise.
-func tmpfs(t *testing.T, size string) (string, func(size string)) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a small tmpfs (CI runs as root)")
-	}
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
-		t.Skipf("cannot mount a tmpfs on %s (%v): this test needs root with CAP_SYS_ADMIN", dir, err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Errorf("unmounting %s: %v", dir, err)
-		}
-	})
-	return dir, func(size string) {
-		t.Helper()
-		if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_REMOUNT, "size="+size); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // The fault: the disk is full at the very first start. Open fails,
 // saying so; once there is space again, the next Open recreates the file
 // that the failed start left (whatever its size) and works.
 func TestFirstStartOnAFullDisk(t *testing.T) {
 	for _, size := range []string{"4k", "8k", "12k"} {
 		t.Run(size, func(t *testing.T) {
-			dir, resize := tmpfs(t, size)
+			dir, resize := weirtest.Tmpfs(t, size)
 			path := filepath.Join(dir, "state", "s.db")
 			s, err := Open(path, nil)
 			if err == nil {
@@ -227,7 +204,7 @@ func TestFirstStartOnAFullDisk(t *testing.T) {
 // it changes nothing, and once there is space the next commit works and the
 // store holds it after a reopen.
 func TestCommitOnAFullDisk(t *testing.T) {
-	dir, _ := tmpfs(t, "256k")
+	dir, _ := weirtest.Tmpfs(t, "256k")
 	path := filepath.Join(dir, "s.db")
 	s, err := Open(path, nil)
 	if err != nil {

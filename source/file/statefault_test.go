@@ -12,32 +12,8 @@ import (
 	"time"
 
 	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/internal/weirtest"
 )
-
-// tmpfs mounts a tmpfs of the given size (mount's size= syntax) on a new
-// directory and returns it with a function that resizes it. Mounting needs
-// root (CI runs as root); the test is skipped otherwise.
-func tmpfs(t *testing.T, size string) (string, func(size string)) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a small tmpfs (CI runs as root)")
-	}
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
-		t.Skipf("cannot mount a tmpfs on %s (%v): this test needs root with CAP_SYS_ADMIN", dir, err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Errorf("unmounting %s: %v", dir, err)
-		}
-	})
-	return dir, func(size string) {
-		t.Helper()
-		if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_REMOUNT, "size="+size); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // fill fills the filesystem of dir and returns the filler's path.
 func fill(t *testing.T, dir string) string {
@@ -74,7 +50,7 @@ func TestStateFaults(t *testing.T) {
 		long = filepath.Join(long, strings.Repeat("d", 250))
 	}
 	must(t, os.MkdirAll(long, 0o755))
-	state, resize := tmpfs(t, "4k")
+	state, resize := weirtest.Tmpfs(t, "4k")
 	cfg := testConfig(in, func(c *Config) {
 		c.DataDir, c.Mode = state, "tail"
 		c.Paths = []string{filepath.Join(in, "*.log"), filepath.Join(long, "*.log")}

@@ -3,8 +3,8 @@ package pgcdc
 import (
 	"encoding/base64"
 	"encoding/hex"
-	"fmt"
-	"unicode/utf8"
+
+	"github.com/weir-etl/weir/record"
 )
 
 // kind is how a column's text value becomes JSON. PostgreSQL sends every value
@@ -349,52 +349,7 @@ func (p *arrayParser) bare(dst []byte) ([]byte, bool) {
 	return appendValue(dst, p.elem, v), true
 }
 
-// appendString appends b as a JSON string. b is valid UTF-8: the source
-// reads only UTF8 databases (Open checks), whose text values always are.
-func appendString(dst, b []byte) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(b); {
-		c := b[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRune(b[i:])
-			if r != utf8.RuneError || size != 1 {
-				// U+2028 and U+2029 are valid JSON but break JavaScript
-				// line parsing; encoding/json escapes them too.
-				if r == '\u2028' || r == '\u2029' {
-					dst = append(dst, b[start:i]...)
-					dst = fmt.Appendf(dst, `\u%04x`, r)
-					i += size
-					start = i
-					continue
-				}
-				i += size
-				continue
-			}
-		}
-		dst = append(dst, b[start:i]...)
-		switch c {
-		case '"':
-			dst = append(dst, '\\', '"')
-		case '\\':
-			dst = append(dst, '\\', '\\')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			const hexd = "0123456789abcdef"
-			dst = append(dst, '\\', 'u', '0', '0', hexd[c>>4], hexd[c&0xf])
-		}
-		i++
-		start = i
-	}
-	dst = append(dst, b[start:]...)
-	return append(dst, '"')
-}
+// appendString appends b as a JSON string, as the record's value model
+// writes strings (record.AppendString): every byte kept, the JSON specials
+// escaped.
+func appendString(dst, b []byte) []byte { return record.AppendString(dst, record.BytesString(b)) }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/weir-etl/weir/internal/weirtest"
 	"go.uber.org/goleak"
 )
 
@@ -113,7 +114,7 @@ var sizes = []struct {
 // same way. When weir stops, the page says so.
 func TestStatusPageInABrowser(t *testing.T) {
 	chrome := chromium(t)
-	bin := buildWeir(t)
+	bin := weirtest.BuildTemp(t, "")
 	shots := artifactDir(t)
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "stuck"), 0o755); err != nil {
@@ -240,17 +241,6 @@ func chromium(t *testing.T) string {
 	}
 	t.Skip("chromium is not installed: apt-get install chromium to run the browser test (WEIR_REQUIRE_BROWSER=1 makes this a failure)")
 	return ""
-}
-
-// buildWeir builds the weir binary into the test's temporary directory.
-func buildWeir(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "weir")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/weir-etl/weir/cmd/weir")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // artifactDir returns where screenshots go: WEIR_BROWSER_ARTIFACTS, or a new

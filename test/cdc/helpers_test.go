@@ -18,27 +18,6 @@ import (
 	"github.com/jackc/pglogrepl"
 )
 
-// buildWeir builds cmd/weir with the given build tags into a temporary
-// directory.
-func buildWeir(t *testing.T, tags string) string {
-	t.Helper()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "weir")
-	args := []string{"build", "-o", bin}
-	if tags != "" {
-		args = append(args, "-tags", tags)
-	}
-	cmd := exec.Command("go", append(args, "./cmd/weir")...)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // proc is one running `weir run`.
 type proc struct {
 	cmd  *exec.Cmd

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weir-etl/weir/internal/weirtest"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -102,7 +103,7 @@ func TestCrashKillRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: up to a minute")
 	}
-	bin := buildWeir(t, "")
+	bin := weirtest.BuildTemp(t, "")
 	sc := newScenario(t, bin, nil)
 	res := sc.run(10, 40)
 	if len(sc.violate) > 0 {
@@ -147,34 +148,13 @@ func TestCrashUnsafeVariantIsCaught(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test")
 	}
-	bin := buildWeir(t, "unsafe_ack")
+	bin := weirtest.BuildTemp(t, "unsafe_ack")
 	sc := newScenario(t, bin, []string{"WEIR_UNSAFE_ACK=1"})
 	res := sc.run(3, 3)
 	if len(sc.violate) == 0 {
 		t.Fatalf("seed %d: the unsafe variant ran %d kills and the checker found nothing: the crash test cannot detect early acknowledgement", res.seed, sc.kills)
 	}
 	t.Logf("seed %d: caught as expected, %d violations, first: %s", res.seed, len(sc.violate), sc.violate[0])
-}
-
-// buildWeir builds cmd/weir with the given build tags into a temporary
-// directory and returns the binary's path.
-func buildWeir(t *testing.T, tags string) string {
-	t.Helper()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "weir")
-	args := []string{"build", "-o", bin}
-	if tags != "" {
-		args = append(args, "-tags", tags)
-	}
-	cmd := exec.Command("go", append(args, "./cmd/weir")...)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
 }
 
 func newScenario(t *testing.T, bin string, env []string) *scenario {

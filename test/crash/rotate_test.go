@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weir-etl/weir/internal/weirtest"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -224,7 +225,7 @@ func TestCrashLiveWriterRotation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test")
 	}
-	r := newRotateRun(t, buildWeir(t, ""), nil)
+	r := newRotateRun(t, weirtest.BuildTemp(t, ""), nil)
 	seed := r.run(20, 20)
 	if len(r.violate) > 0 {
 		t.Fatalf("seed %d: %d violations, first: %s", seed, len(r.violate), r.violate[0])
@@ -239,7 +240,7 @@ func TestCrashRotationUnsafeVariantIsCaught(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test")
 	}
-	r := newRotateRun(t, buildWeir(t, "unsafe_rotate"), []string{"WEIR_UNSAFE_ROTATE=1"})
+	r := newRotateRun(t, weirtest.BuildTemp(t, "unsafe_rotate"), []string{"WEIR_UNSAFE_ROTATE=1"})
 	seed := r.run(8, 8)
 	if len(r.violate) == 0 {
 		t.Fatalf("seed %d: the unsafe variant ran %d kills and the checker found nothing: the test cannot detect lines lost to rotation", seed, r.kills)

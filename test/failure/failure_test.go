@@ -17,26 +17,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-)
 
-func buildWeir(t *testing.T) string {
-	t.Helper()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "weir")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/weir")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
+	"github.com/weir-etl/weir/internal/weirtest"
+)
 
 func write(t *testing.T, path, content string) string {
 	t.Helper()
@@ -47,37 +33,6 @@ func write(t *testing.T, path, content string) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// syncBuffer collects a process's stderr.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// waitFor polls cond until it holds or the deadline passes (an external
-// process is watched: there is nothing to synchronise with).
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 const genConfig = `
@@ -94,7 +49,7 @@ metrics: { address: "off" }
 // its process group). Before, some runs under timeout exited 130 without
 // their final commit.
 func TestTimeoutStopsGracefully(t *testing.T) {
-	bin := buildWeir(t)
+	bin := weirtest.BuildTemp(t, "")
 	dir := t.TempDir()
 	cfg := write(t, filepath.Join(dir, "p.yaml"), fmt.Sprintf(genConfig, filepath.Join(dir, "out")))
 	for i := range 20 {
@@ -112,10 +67,10 @@ func TestTimeoutStopsGracefully(t *testing.T) {
 // ignored, and a SIGTERM afterwards stops it gracefully. Before, SIGHUP
 // killed weir at once (exit 129, no summary, the lock file left).
 func TestSIGHUPIsIgnored(t *testing.T) {
-	bin := buildWeir(t)
+	bin := weirtest.BuildTemp(t, "")
 	dir := t.TempDir()
 	cfg := write(t, filepath.Join(dir, "p.yaml"), fmt.Sprintf(genConfig, filepath.Join(dir, "out")))
-	stderr := &syncBuffer{}
+	stderr := &weirtest.SyncBuffer{}
 	cmd := exec.Command(bin, "run", "-c", cfg)
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
@@ -123,14 +78,14 @@ func TestSIGHUPIsIgnored(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	waitFor(t, "the pipeline writes", 30*time.Second, func() bool {
+	weirtest.WaitFor(t, "the pipeline writes", 30*time.Second, func() bool {
 		m, _ := filepath.Glob(filepath.Join(dir, "out", "*"))
 		return len(m) > 0
 	})
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "SIGHUP logged", 10*time.Second, func() bool { return strings.Contains(stderr.String(), "SIGHUP ignored") })
+	weirtest.WaitFor(t, "SIGHUP logged", 10*time.Second, func() bool { return strings.Contains(stderr.String(), "SIGHUP ignored") })
 	select {
 	case err := <-done:
 		t.Fatalf("weir exited after SIGHUP: %v\n%s", err, stderr)
@@ -147,7 +102,7 @@ func TestSIGHUPIsIgnored(t *testing.T) {
 // Guarantee: a second interrupt, a second or more after the first, exits
 // at once with 130, even while a sink holds the graceful stop up.
 func TestSecondInterruptExitsAtOnce(t *testing.T) {
-	bin := buildWeir(t)
+	bin := weirtest.BuildTemp(t, "")
 	dir := t.TempDir()
 	cfg := write(t, filepath.Join(dir, "p.yaml"), fmt.Sprintf(`
 sources:
@@ -163,7 +118,7 @@ sinks:
 checkpoint: { commit_interval: 100ms, shutdown_timeout: 1m }
 metrics: { address: "off" }
 `, dir))
-	stderr := &syncBuffer{}
+	stderr := &weirtest.SyncBuffer{}
 	cmd := exec.Command(bin, "run", "-c", cfg)
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
@@ -174,7 +129,7 @@ metrics: { address: "off" }
 	// Once it wrote, the directory vanishes: a file takes its place, and
 	// every write fails from then on.
 	out := filepath.Join(dir, "out")
-	waitFor(t, "the pipeline writes", 30*time.Second, func() bool {
+	weirtest.WaitFor(t, "the pipeline writes", 30*time.Second, func() bool {
 		m, _ := filepath.Glob(filepath.Join(out, "*", "*.ndjson"))
 		return len(m) > 0
 	})
@@ -182,9 +137,9 @@ metrics: { address: "off" }
 		t.Fatal(err)
 	}
 	write(t, out, "a file where the sink wants a directory")
-	waitFor(t, "the sink fails", 30*time.Second, func() bool { return strings.Contains(stderr.String(), "write failed") })
+	weirtest.WaitFor(t, "the sink fails", 30*time.Second, func() bool { return strings.Contains(stderr.String(), "write failed") })
 	_ = cmd.Process.Signal(syscall.SIGTERM)
-	waitFor(t, "the first interrupt handled", 10*time.Second, func() bool { return strings.Contains(stderr.String(), "shutting down gracefully") })
+	weirtest.WaitFor(t, "the first interrupt handled", 10*time.Second, func() bool { return strings.Contains(stderr.String(), "shutting down gracefully") })
 	time.Sleep(1200 * time.Millisecond) // a person pressing Ctrl-C again: past the one-second window
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -205,21 +160,6 @@ func errorsAs(err error, ee **exec.ExitError) bool {
 		*ee = e
 	}
 	return ok
-}
-
-// tmpfs mounts a tmpfs of size (mount's syntax) on a new directory, or
-// skips the test when it cannot (CI runs as root).
-func tmpfs(t *testing.T, size string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a small tmpfs (CI runs as root)")
-	}
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
-		t.Skipf("cannot mount a tmpfs on %s: %v", dir, err)
-	}
-	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
-	return dir
 }
 
 func freePort(t *testing.T) string {
@@ -265,13 +205,13 @@ metrics: { address: %[5]s }
 // give_up_after halts the once job with exit code 3 and a summary naming the
 // sink. Before, it rewound for ever behind a green /healthz.
 func TestFullDiskHaltsVisibly(t *testing.T) {
-	small := tmpfs(t, "64k")
-	bin := buildWeir(t)
+	small, _ := weirtest.Tmpfs(t, "64k")
+	bin := weirtest.BuildTemp(t, "")
 	dir := t.TempDir()
 	input(t, filepath.Join(dir, "in", "a.ndjson"), 5000)
 	addr := freePort(t)
 	cfg := write(t, filepath.Join(dir, "p.yaml"), fmt.Sprintf(fullDiskConfig, dir, small, "", "", addr))
-	stderr := &syncBuffer{}
+	stderr := &weirtest.SyncBuffer{}
 	cmd := exec.Command(bin, "run", "-c", cfg)
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
@@ -324,8 +264,8 @@ func TestFullDiskHaltsVisibly(t *testing.T) {
 // what it cannot write to its dead letter sink and the job ends: every
 // input record is in the sink or the dead letter sink, none missing.
 func TestFullDiskGivesUpToDeadLetter(t *testing.T) {
-	small := tmpfs(t, "64k")
-	bin := buildWeir(t)
+	small, _ := weirtest.Tmpfs(t, "64k")
+	bin := weirtest.BuildTemp(t, "")
 	dir := t.TempDir()
 	const n = 5000
 	input(t, filepath.Join(dir, "in", "a.ndjson"), n)
@@ -379,4 +319,110 @@ func TestFullDiskGivesUpToDeadLetter(t *testing.T) {
 	if missing > 0 {
 		t.Fatalf("%d of %d records in neither the sink nor the dead letter sink\n%s", missing, n, stderr.String())
 	}
+}
+
+// Guarantee: a rewind caused by one sink replays only to that sink. Two file
+// sinks read the same input; one's directory is taken away for a while
+// (every write fails, and the partition is rewound again and again), then
+// given back. The healthy sink ends with every record exactly once, the
+// other with every record at least once. Before, every rewind replayed to
+// both: a 25-second outage of one sink made the healthy one write 705,460
+// records for 195,180 lines.
+func TestRewindReplaysOnlyToTheFailingSink(t *testing.T) {
+	bin := weirtest.BuildTemp(t, "")
+	dir := t.TempDir()
+	const n = 200000
+	input(t, filepath.Join(dir, "in", "a.ndjson"), n)
+	cfg := write(t, filepath.Join(dir, "p.yaml"), fmt.Sprintf(`
+sources:
+  in: { type: file, paths: [%[1]s/in/*.ndjson], mode: once, data_dir: %[1]s/state, batch_size: 500 }
+sinks:
+  healthy: { type: file, inputs: [in], path: %[1]s/healthy, format: ndjson }
+  flaky:
+    type: file
+    inputs: [in]
+    path: %[1]s/flaky
+    format: ndjson
+    retry: { max_attempts: 2, initial_backoff: 20ms, max_backoff: 50ms, max_elapsed: 1s }
+checkpoint: { commit_interval: 100ms }
+metrics: { address: "off" }
+`, dir))
+	stderr := &weirtest.SyncBuffer{}
+	cmd := exec.Command(bin, "run", "-c", cfg)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	flaky, saved := filepath.Join(dir, "flaky"), filepath.Join(dir, "flaky.saved")
+	weirtest.WaitFor(t, "the flaky sink writes", 30*time.Second, func() bool {
+		m, _ := filepath.Glob(filepath.Join(flaky, "*", "*.ndjson"))
+		return len(m) > 0
+	})
+	// The outage: the directory is moved aside (what it holds is kept) and a
+	// file takes its place until the runtime has rewound a few times.
+	if err := os.Rename(flaky, saved); err != nil {
+		t.Fatal(err)
+	}
+	write(t, flaky, "not a directory")
+	weirtest.WaitFor(t, "rewinds", 60*time.Second, func() bool {
+		return strings.Count(stderr.String(), "rewinding partition") >= 3 || strings.Contains(stderr.String(), "rewinds=4")
+	})
+	if err := os.Remove(flaky); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(saved, flaky); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v\n%s", err, stderr)
+		}
+	case <-time.After(3 * time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatalf("the run did not end\n%s", stderr)
+	}
+	healthy := ids(t, filepath.Join(dir, "healthy"))
+	failing := ids(t, flaky)
+	dups, missing := 0, 0
+	for i := range n {
+		if healthy[i] > 1 {
+			dups += healthy[i] - 1
+		}
+		if healthy[i] == 0 || failing[i] == 0 {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d records missing from a sink", missing)
+	}
+	if dups > 0 {
+		t.Errorf("the healthy sink holds %d duplicates, want 0: the other sink's rewinds were replayed to it", dups)
+	}
+	if !strings.Contains(stderr.String(), "already held, not written again") {
+		t.Errorf("the summary does not say the healthy sink skipped what it held:\n%s", stderr)
+	}
+}
+
+// ids counts the records of every NDJSON chunk under root by id.
+func ids(t *testing.T, root string) map[int]int {
+	t.Helper()
+	seen := map[int]int{}
+	files, _ := filepath.Glob(filepath.Join(root, "*", "*.ndjson"))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range bytes.Lines(data) {
+			var r struct{ ID int }
+			if err := json.Unmarshal(line, &r); err != nil {
+				t.Fatalf("%s: %s: %v", f, line, err)
+			}
+			seen[r.ID]++
+		}
+	}
+	return seen
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weir-etl/weir/internal/weirtest"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -25,20 +26,14 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "weir-filerotate-")
-	if err != nil {
+	var cleanup func()
+	var err error
+	if bin, cleanup, err = weirtest.BuildMain(""); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bin = filepath.Join(dir, "weir")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/weir")
-	build.Dir = "../.."
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 

@@ -22,18 +22,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weir-etl/weir/internal/kafkatest"
+	"github.com/weir-etl/weir/internal/weirtest"
 )
-
-// buildWeir builds the weir command into a temporary directory.
-func buildWeir(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "weir")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/weir-etl/weir/cmd/weir").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // proc is one running `weir run`.
 type proc struct {
@@ -276,7 +266,7 @@ func TestE2EGroupKillJoinStop(t *testing.T) {
 	brokers := kafkatest.Brokers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	bin := buildWeir(t)
+	bin := weirtest.BuildTemp(t, "")
 	cl := kafkatest.Client(t, brokers)
 	const parts, perPart = 12, 20000
 	in := kafkatest.CreateTopic(ctx, t, cl, "weir-e2e-in", parts)
@@ -444,7 +434,7 @@ func TestE2EFilterMap(t *testing.T) {
 	brokers := kafkatest.Brokers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	bin := buildWeir(t)
+	bin := weirtest.BuildTemp(t, "")
 	cl := kafkatest.Client(t, brokers)
 	const parts, perPart = 4, 5000
 	in := kafkatest.CreateTopic(ctx, t, cl, "weir-e2e-fm-in", parts)

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/weir-etl/weir/internal/kafkatest"
+	"github.com/weir-etl/weir/internal/weirtest"
 )
 
 // Partitions that stay empty during a rebalance: a 12-partition topic has
@@ -29,7 +30,7 @@ func TestE2EEmptyPartitionsRebalance(t *testing.T) {
 	brokers := kafkatest.Brokers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	bin := buildWeir(t)
+	bin := weirtest.BuildTemp(t, "")
 	cl := kafkatest.Client(t, brokers)
 	const parts, data, wave = 12, 6, 2000
 	in := kafkatest.CreateTopic(ctx, t, cl, "weir-e2e-empty-in", parts)

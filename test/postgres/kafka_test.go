@@ -17,6 +17,7 @@ import (
 
 	"github.com/weir-etl/weir/internal/kafkatest"
 	"github.com/weir-etl/weir/internal/pgtest"
+	"github.com/weir-etl/weir/internal/weirtest"
 )
 
 const kafkaYAML = `
@@ -101,14 +102,14 @@ func kafkaRebalance(t *testing.T, bin string, env []string) tally {
 		return n
 	}
 	a := startWeir(t, bin, cfg, "a", env)
-	waitFor(t, "a fifth of the records in the table", time.Minute, func() bool { return rows() >= total/5 })
+	weirtest.WaitFor(t, "a fifth of the records in the table", time.Minute, func() bool { return rows() >= total/5 })
 	b := startWeir(t, bin, cfg, "b", env)
-	waitFor(t, "half of the records in the table", time.Minute, func() bool { return rows() >= total/2 })
+	weirtest.WaitFor(t, "half of the records in the table", time.Minute, func() bool { return rows() >= total/2 })
 	t.Logf("killing a with %d rows in the table", rows())
 	_ = a.cmd.Process.Signal(syscall.SIGKILL)
 	<-a.done
 	var c tally
-	waitFor(t, "every record in the table", 2*time.Minute, func() bool {
+	weirtest.WaitFor(t, "every record in the table", 2*time.Minute, func() bool {
 		c = count(t, conn, "ev", int(total), "true")
 		return c.missing == 0
 	})

@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/weir-etl/weir/internal/weirtest"
 )
 
 var ctx = context.Background()
@@ -41,20 +41,7 @@ func buildWeir(t *testing.T, tags string) string {
 	if bin, ok := bins[tags]; ok {
 		return bin
 	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(binDir, "weir-"+strings.ReplaceAll(tags, ",", "-"))
-	args := []string{"build", "-o", bin}
-	if tags != "" {
-		args = append(args, "-tags", tags)
-	}
-	cmd := exec.Command("go", append(args, "./cmd/weir")...)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := weirtest.Build(t, binDir, tags)
 	bins[tags] = bin
 	return bin
 }
@@ -149,16 +136,4 @@ func count(t *testing.T, conn *pgx.Conn, table string, n int, keepSQL string) ta
 		t.Fatal(err)
 	}
 	return c
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

@@ -29,7 +29,7 @@ metrics: { address: "off" }
 	if err := os.WriteFile(pipelineFile, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []string{"2 read", "0 read"} {
+	for i, want := range []string{"2 records read", "0 records read"} {
 		var stderr bytes.Buffer
 		if code := run([]string{"-c", pipelineFile}, &stderr); code != 0 || !strings.Contains(stderr.String(), want) {
 			t.Fatalf("run %d: exit %d, want 0 and %q in:\n%s", i+1, code, want, stderr.String())

@@ -1,4 +1,4 @@
-package pipeline
+package policy
 
 import (
 	"flag"
@@ -16,7 +16,7 @@ import (
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the testdata scripts")
 
-// TestPolicyScripts replays every testdata/policy/*.txt script against the
+// TestPolicyScripts replays every testdata/scripts/*.txt script against the
 // commit policy and a real Checkpointer, and compares what each command
 // prints with the expected output in the file (-rewrite records it instead;
 // review the diff before keeping it).
@@ -36,14 +36,15 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the te
 //	revoke id=I ps=P,Q deadline=T      Host.Revoke: the issuer stops, the policy waits
 //	forget p=P                         the loop forgets P (after a revoke is done)
 //	stall p=P                          the stall clock and rewinds of P
+//	replaying p=P                      whether P was rewound and has not moved since
 //	states                             the Checkpointer's states
 func TestPolicyScripts(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "policy", "*.txt"))
+	files, err := filepath.Glob(filepath.Join("testdata", "scripts", "*.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(files) == 0 {
-		t.Fatal("no scripts in testdata/policy")
+		t.Fatal("no scripts in testdata/scripts")
 	}
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) { runPolicyScript(t, file) })
@@ -53,7 +54,7 @@ func TestPolicyScripts(t *testing.T) {
 type policyEnv struct {
 	cp       *checkpoint.Checkpointer
 	iss      *checkpoint.AckIssuer
-	pol      *commitPolicy
+	pol      *Policy
 	refs     map[string]checkpoint.AckRef
 	open     map[checkpoint.BatchID]time.Time // issued, not resolved: when
 	start    time.Time
@@ -69,7 +70,7 @@ func newPolicyEnv() *policyEnv {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	return &policyEnv{cp: cp, iss: cp.NewIssuer(), refs: map[string]checkpoint.AckRef{}, open: map[checkpoint.BatchID]time.Time{},
 		start: start, now: start,
-		pol: newCommitPolicy(policyConfig{commitInterval: 5 * time.Second, commitFailureTimeout: time.Minute, stallWarning: 10 * time.Second})}
+		pol: New(Config{CommitInterval: 5 * time.Second, CommitFailureTimeout: time.Minute, StallWarning: 10 * time.Second})}
 }
 
 func runPolicyScript(t *testing.T, file string) {
@@ -150,15 +151,15 @@ func (e *policyEnv) run(t *testing.T, file, line string) []string {
 	case "config":
 		cfg := e.pol.cfg
 		if v, ok := args["commit_interval"]; ok {
-			cfg.commitInterval = dur(v)
+			cfg.CommitInterval = dur(v)
 		}
 		if v, ok := args["commit_failure_timeout"]; ok {
-			cfg.commitFailureTimeout = dur(v)
+			cfg.CommitFailureTimeout = dur(v)
 		}
 		if v, ok := args["stall_warning"]; ok {
-			cfg.stallWarning = dur(v)
+			cfg.StallWarning = dur(v)
 		}
-		e.pol = newCommitPolicy(cfg)
+		e.pol = New(cfg)
 	case "assign":
 		e.iss.Assign(checkpoint.Partition(num("p")), checkpoint.Position(num("start")))
 	case "issue":
@@ -190,14 +191,14 @@ func (e *policyEnv) run(t *testing.T, file, line string) []string {
 		e.stopping = true
 	case "step":
 		e.cp.DrainFunc(func(m checkpoint.AckMsg, _ checkpoint.ResolveOutcome) { delete(e.open, m.ID) })
-		v := &policyView{now: e.now, states: e.cp.States(nil), committable: e.cp.Committable(nil),
-			pending: e.pending, eof: e.eof, inflight: e.inflight, stopping: e.stopping, tick: len(f) > 1 && f[1] == "tick"}
-		rd := e.pol.step(v)
-		e.asked = rd.commit
-		for _, w := range rd.revokesDone {
-			for _, p := range w.ps {
+		v := &View{Now: e.now, States: e.cp.States(nil), Committable: e.cp.Committable(nil),
+			Pending: e.pending, EOF: e.eof, InFlight: e.inflight, Stopping: e.stopping, Tick: len(f) > 1 && f[1] == "tick"}
+		rd := e.pol.Step(v)
+		e.asked = rd.Commit
+		for _, w := range rd.RevokesDone {
+			for _, p := range w.Partitions {
 				e.cp.Forget(p)
-				e.pol.forget(p)
+				e.pol.Forget(p)
 			}
 		}
 		return e.describe(rd)
@@ -206,7 +207,7 @@ func (e *policyEnv) run(t *testing.T, file, line string) []string {
 		if ok {
 			e.cp.MarkCommitted(e.asked)
 		}
-		e.pol.commitDone(ok, e.now)
+		e.pol.CommitDone(ok, e.now)
 	case "revoke":
 		var ps []checkpoint.Partition
 		for s := range strings.SplitSeq(args["ps"], ",") {
@@ -214,12 +215,14 @@ func (e *policyEnv) run(t *testing.T, file, line string) []string {
 			e.iss.Revoke(checkpoint.Partition(n))
 			ps = append(ps, checkpoint.Partition(n))
 		}
-		e.pol.revoke(int(num("id")), ps, e.start.Add(dur(args["deadline"])))
+		e.pol.AddRevoke(int(num("id")), ps, e.start.Add(dur(args["deadline"])))
 	case "forget":
 		e.cp.Forget(checkpoint.Partition(num("p")))
-		e.pol.forget(checkpoint.Partition(num("p")))
+		e.pol.Forget(checkpoint.Partition(num("p")))
+	case "replaying":
+		return []string{fmt.Sprintf("p%d: replaying %v", num("p"), e.pol.Replaying(checkpoint.Partition(num("p"))))}
 	case "stall":
-		age, rw := e.pol.stall(checkpoint.Partition(num("p")), e.now)
+		age, rw := e.pol.Stall(checkpoint.Partition(num("p")), e.now)
 		return []string{fmt.Sprintf("p%d: stalled %v, %d rewinds", num("p"), age, rw)}
 	case "states":
 		var out []string
@@ -242,35 +245,35 @@ func (e *policyEnv) pending(p checkpoint.Partition) (time.Time, bool) {
 	return at, in
 }
 
-func (e *policyEnv) describe(rd ready) []string {
+func (e *policyEnv) describe(rd Ready) []string {
 	var out []string
-	for _, w := range rd.revokesDone {
-		out = append(out, fmt.Sprintf("revoke %d done: %v", w.id, w.ps))
+	for _, w := range rd.RevokesDone {
+		out = append(out, fmt.Sprintf("revoke %d done: %v", w.ID, w.Partitions))
 	}
-	if rd.halt != nil {
-		out = append(out, "halt at "+rd.halt.String())
+	if rd.Halt != nil {
+		out = append(out, "halt at "+rd.Halt.String())
 	}
-	if rd.haltCommits {
+	if rd.HaltCommits {
 		out = append(out, "halt: commits failing too long")
 	}
-	for _, r := range rd.rewinds {
-		out = append(out, fmt.Sprintf("rewind p%d (epoch %d) to %d", r.p, r.epoch, r.pos))
+	for _, r := range rd.Rewinds {
+		out = append(out, fmt.Sprintf("rewind p%d (epoch %d) to %d", r.Partition, r.Epoch, r.Position))
 	}
-	if len(rd.commit) > 0 {
+	if len(rd.Commit) > 0 {
 		var cs []string
-		for _, c := range rd.commit {
+		for _, c := range rd.Commit {
 			cs = append(cs, fmt.Sprintf("p%d@%d", c.Partition, c.Position))
 		}
 		out = append(out, "commit "+strings.Join(cs, " "))
 	}
-	for _, p := range rd.stalled {
+	for _, p := range rd.Stalled {
 		out = append(out, fmt.Sprintf("stalled p%d", p))
 	}
-	if rd.finished {
+	if rd.Finished {
 		out = append(out, "finished")
 	}
-	if !rd.wakeAt.IsZero() {
-		out = append(out, fmt.Sprintf("wake at %v", rd.wakeAt.Sub(e.start)))
+	if !rd.WakeAt.IsZero() {
+		out = append(out, fmt.Sprintf("wake at %v", rd.WakeAt.Sub(e.start)))
 	}
 	if len(out) == 0 {
 		out = append(out, "nothing")

@@ -1,0 +1,115 @@
+// Package weirtest holds what the end-to-end tests (test/...) share to run
+// the real weir binary: building it, collecting what it writes, waiting for
+// what only its output shows.
+package weirtest
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Build builds ./cmd/weir with the build tags given (comma-separated, or "")
+// into dir and returns the binary's path. It fails t when the build fails.
+func Build(t testing.TB, dir, tags string) string {
+	t.Helper()
+	bin, err := build(dir, tags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// BuildTemp builds ./cmd/weir into a temporary directory of t's.
+func BuildTemp(t testing.TB, tags string) string {
+	t.Helper()
+	return Build(t, t.TempDir(), tags)
+}
+
+func build(dir, tags string) (string, error) {
+	bin := filepath.Join(dir, "weir")
+	if tags != "" {
+		bin += "-" + strings.ReplaceAll(tags, ",", "-")
+	}
+	args := []string{"build", "-o", bin}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	cmd := exec.Command("go", append(args, "./cmd/weir")...)
+	cmd.Dir = moduleRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", &BuildError{Tags: tags, Err: err, Output: out}
+	}
+	return bin, nil
+}
+
+// BuildMain builds ./cmd/weir once for a TestMain, into a new temporary
+// directory, and returns the binary and a function that removes it.
+func BuildMain(tags string) (bin string, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "weir-e2e-")
+	if err != nil {
+		return "", nil, err
+	}
+	bin, err = build(dir, tags)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return bin, func() { os.RemoveAll(dir) }, nil
+}
+
+// BuildError is a failed build of the binary.
+type BuildError struct {
+	Tags   string
+	Err    error
+	Output []byte
+}
+
+func (e *BuildError) Error() string {
+	return "weirtest: go build ./cmd/weir (tags " + e.Tags + "): " + e.Err.Error() + "\n" + string(e.Output)
+}
+
+// moduleRoot is the directory of the module, two levels above this file.
+func moduleRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// SyncBuffer collects what a process writes (its stderr) for a test that
+// reads it while the process runs.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// WaitFor polls cond until it holds, and fails t when d passes first. An
+// external process is watched: there is nothing to synchronise with but what
+// it shows.
+func WaitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
