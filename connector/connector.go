@@ -138,6 +138,18 @@ type Source interface {
 	Close(ctx context.Context) error
 }
 
+// ReadAheadLimiter is an optional interface for a source that reads ahead
+// of Poll into buffers of its own, as a Kafka client prefetches. The runtime
+// calls LimitReadAhead once, before Open, with the source's in-flight byte
+// limit (SourceSpec.MaxInFlightBytes, its default filled in): the runtime
+// holds at most about that much of the source's records, and the source
+// sizes its read-ahead from it, so that one setting bounds the memory of
+// both. The source's documentation says how.
+type ReadAheadLimiter interface {
+	Source
+	LimitReadAhead(inFlightBytes int64)
+}
+
 // ErrTooLarge is wrapped by a sink's error when a group is too large to be
 // written as one (more than a broker or a server accepts at once). The
 // runtime then writes the group again in smaller parts, down to one record,

@@ -150,6 +150,12 @@ func (l *cpLoop) carryOut(ctx context.Context, rd *policy.Ready) {
 	if len(rd.Commit) > 0 {
 		err := l.commit(ctx, rd.Commit)
 		l.pol.CommitDone(err == nil, s.rt.now())
+		if err == nil && s.eof.Load() {
+			// A finished source's commit may be its last: step again now,
+			// so that the policy sees nothing left and the run ends without
+			// waiting for another wake-up (the next commit interval).
+			signal(s.notify)
+		}
 	}
 	if rd.Finished {
 		s.rt.sourceFinished()

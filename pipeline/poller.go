@@ -33,6 +33,9 @@ func (s *sourceRunner) putBatch(b *connector.Batch) {
 // source fails; the runtime then closes the workers' input.
 func (s *sourceRunner) poll(pollCtx, hardCtx context.Context) {
 	s.pollCtx = pollCtx
+	if l, ok := s.src.(connector.ReadAheadLimiter); ok {
+		l.LimitReadAhead(s.spec.MaxInFlightBytes)
+	}
 	if err := s.src.Open(pollCtx, s); err != nil {
 		if pollCtx.Err() == nil {
 			s.rt.fail(fmt.Errorf("pipeline: source %s: open: %w", s.spec.Name, err))
@@ -101,11 +104,11 @@ func (s *sourceRunner) poll(pollCtx, hardCtx context.Context) {
 			return
 		}
 		s.issue(b, ref, name)
-		p, caughtUp := b.Partition, b.CaughtUp
+		caughtUp := b.CaughtUp
 		if !s.rt.dispatch(hardCtx, s, b, gen) {
 			return
 		}
-		if caughtUp && !s.rt.caughtUp(hardCtx, s, p) {
+		if caughtUp && !s.rt.caughtUp(hardCtx, s) {
 			return
 		}
 	}

@@ -197,7 +197,7 @@ func (rt *runtime) open(ctx context.Context) (server, error) {
 	rt.unfinished.Store(int64(len(rt.sources)))
 	rt.workers = make([]*worker, goruntime.GOMAXPROCS(0))
 	for i := range rt.workers {
-		rt.workers[i] = newWorker(rt)
+		rt.workers[i] = newWorker(rt, i)
 	}
 	rt.initStatus()
 	// The endpoints read the runners: they start once the runners exist.

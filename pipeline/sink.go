@@ -103,8 +103,9 @@ type sinkRunner struct {
 	health    sinkHealth
 	mFailures prometheus.Gauge
 
-	caughtUpAt time.Time // the last flush because a source caught up
-	giveUps    int       // groups given up on, for logging with backoff
+	caughtUpAt time.Time  // the last flush because a source caught up
+	caughtSeen [][]uint64 // by source, then worker: the last caught-up request seen (caughtup.go)
+	giveUps    int        // groups given up on, for logging with backoff
 }
 
 func (s *sinkRunner) run(ctx context.Context) {
@@ -158,8 +159,12 @@ func (s *sinkRunner) handle(ctx context.Context, c chunk) {
 	if c.flush {
 		if c.caughtUp {
 			// The source has nothing more for now: flush rather than wait
-			// for MaxAge, unless that was done less than MaxAge ago (a
+			// for MaxAge, once the request came through every worker
+			// (caughtup.go), unless that was done less than MaxAge ago (a
 			// trickle would otherwise be written a record at a time).
+			if !s.caughtUpEverywhere(c) {
+				return
+			}
 			now := s.rt.now()
 			if len(s.group) == 0 || now.Sub(s.caughtUpAt) < s.spec.Batch.MaxAge {
 				return

@@ -88,6 +88,15 @@ type sourceRunner struct {
 
 	batches batchList
 
+	// Caught-up flush requests (caughtup.go). dispatched marks the workers
+	// the poller sent batches to since its last request, and caughtSeq
+	// numbers the requests; both are the poller's. caughtSent is, per
+	// worker, the number of the last request sent through it: written by
+	// the poller, read by the sinks.
+	dispatched []bool
+	caughtSeq  uint64
+	caughtSent []atomic.Uint64
+
 	// The source's metric children, looked up once: issue runs per batch.
 	mIssued, mRecordsOut prometheus.Counter
 

@@ -18,8 +18,11 @@ type work struct {
 	gen   uint64 // the partition's assignment when the batch was issued
 	flush bool
 	// caughtUp marks a flush request sent because the source caught up:
-	// sinks honour it at most once per MaxAge.
+	// sinks honour it at most once per MaxAge, once it came through every
+	// worker the source's batches went through (caughtup.go). seq numbers
+	// the source's requests.
 	caughtUp bool
+	seq      uint64
 }
 
 // chunk is what a worker hands a sink: records of one poll batch routed to it.
@@ -33,13 +36,16 @@ type chunk struct {
 	end      checkpoint.Position
 	gen      uint64
 	flush    bool
-	caughtUp bool // see work.caughtUp
+	caughtUp bool   // see work.caughtUp; src is the source that caught up
+	seq      uint64 // the request's number, for caughtUp
+	worker   int    // the worker it came through, for caughtUp
 }
 
 // worker applies the transform DAG to batches. Workers are sharded by source
 // partition, so one partition's batches reach each sink in poll order.
 type worker struct {
 	rt      *runtime
+	idx     int // in rt.workers
 	in      chan work
 	inRec   []record.Record    // by transform: the record being processed
 	scratch [][]record.Record  // by transform: Process output buffer
@@ -52,10 +58,11 @@ type worker struct {
 	tap     *tapTable          // this batch's taps, nil when nobody taps (tap.go)
 }
 
-func newWorker(rt *runtime) *worker {
+func newWorker(rt *runtime, idx int) *worker {
 	n := len(rt.g.transforms)
 	return &worker{
 		rt:      rt,
+		idx:     idx,
 		in:      make(chan work, 4),
 		inRec:   make([]record.Record, n),
 		scratch: make([][]record.Record, n),
@@ -72,7 +79,7 @@ func (w *worker) run() {
 	for wk := range w.in {
 		if wk.flush {
 			for _, s := range w.rt.sinks {
-				s.in <- chunk{flush: true, caughtUp: wk.caughtUp}
+				s.in <- chunk{flush: true, caughtUp: wk.caughtUp, src: wk.src, seq: wk.seq, worker: w.idx}
 			}
 			continue
 		}
@@ -257,6 +264,7 @@ func (w *worker) reject(i int, rec *record.Record, ref checkpoint.AckRef, err er
 // dispatch hands a batch to the worker of its partition.
 func (rt *runtime) dispatch(ctx context.Context, s *sourceRunner, b *connector.Batch, gen uint64) bool {
 	w := rt.workerOf(s, b.Partition)
+	s.noteDispatch(w.idx)
 	select {
 	case w.in <- work{src: s, batch: b, gen: gen}:
 		return true
@@ -272,18 +280,6 @@ func (rt *runtime) dispatch(ctx context.Context, s *sourceRunner, b *connector.B
 // workerOf returns the worker that every batch of s's partition p goes through.
 func (rt *runtime) workerOf(s *sourceRunner, p checkpoint.Partition) *worker {
 	return rt.workers[(s.idx*31+int(p))%len(rt.workers)]
-}
-
-// caughtUp asks every sink to flush now, behind the batch of s's partition p
-// that the poller just sent: the source has nothing more for now (see
-// connector.Batch.CaughtUp). It reports false when ctx ended first.
-func (rt *runtime) caughtUp(ctx context.Context, s *sourceRunner, p checkpoint.Partition) bool {
-	select {
-	case rt.workerOf(s, p).in <- work{flush: true, caughtUp: true}:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // flushSinks asks every sink to flush now, behind every batch already sent:

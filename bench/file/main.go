@@ -1,13 +1,23 @@
 // Command file benchmarks weir end to end with the real binary: NDJSON files
 // → filter(id % 2 == 0) → one or two file sinks, with the sinks'
 // acknowledgements on and off, and NDJSON files → map (rename one field) →
-// a file sink, and reports input records/s, MB/s, CPU seconds (user+sys of
-// the weir process) and peak RSS, as medians of several runs. Every run starts from an empty state and output directory, persists
-// its positions and fsyncs its output, as a real run does.
+// a file sink; and beside each, the bare loop (bare.go): a hand-written Go
+// program that does the same work with the same durability and nothing else.
+// It reports input records/s, MB/s, CPU seconds (user+sys of the process)
+// and peak RSS, as medians of several runs with their min–max, and the
+// ratios weir/bare. Runs alternate between cases and their bare loops, so
+// that a busy moment of the machine falls on both. Every run starts from an
+// empty state and output directory, persists its positions and fsyncs its
+// output, as a real run does.
 //
-//	go run ./bench/file                          # 2M records, 3 runs of each case
-//	go run ./bench/file -runs 5 -records 4000000
+// The stall case runs weir in a child process of this command, file → filter
+// → a file sink whose groups never become durable, and samples its RSS: the
+// pipeline holds what its limits allow and no more however large the input.
+//
+//	go run ./bench/file                          # 2M records, 5 runs of each case
+//	go run ./bench/file -runs 7 -records 4000000
 //	go run ./bench/file -cpuprofile /tmp/prof    # one profile per case, for go tool pprof
+//	go run ./bench/file -records 10000000 -case stall -stall-for 20s
 package main
 
 import (
@@ -30,14 +40,19 @@ import (
 var (
 	records    = flag.Int("records", 2_000_000, "input records")
 	files      = flag.Int("files", 4, "input files (each is a partition; one partition is processed by one worker)")
-	runs       = flag.Int("runs", 3, "runs of each case; medians are reported")
+	runs       = flag.Int("runs", 5, "runs of each case; medians are reported")
 	binFlag    = flag.String("bin", "", "weir binary to run (default: build ./cmd/weir)")
 	workDir    = flag.String("dir", "", "working directory (default: a temporary one, removed at the end)")
 	cpuProfile = flag.String("cpuprofile", "", "directory for one CPU profile per case (from the first run)")
-	only       = flag.String("case", "", "run only cases whose name contains this")
+	only       = flag.String("case", "", "run only cases whose name contains this (\"stall\" runs only the stall case)")
+	stallFor   = flag.Duration("stall-for", 10*time.Second, "how long the stall case runs")
+	bareShape  = flag.String("bare", "", "run the bare loop of this shape (filter, map, filter2) and exit (used by the command itself)")
+	bareIn     = flag.String("bare-in", "", "the bare loop's input directory")
+	bareOutDir = flag.String("bare-out", "", "the bare loop's output directory")
+	stallChild = flag.String("stall-child", "", "run the stall case on this input directory and exit (used by the command itself)")
 )
 
-const config = `
+const pipelineYAML = `
 sources:
   in:
     type: file
@@ -80,6 +95,17 @@ type bcase struct {
 	isMap bool // map instead of filter
 }
 
+// shape names the bare loop that does c's work.
+func (c bcase) shape() string {
+	switch {
+	case c.isMap:
+		return "map"
+	case c.sinks == 2:
+		return "filter2"
+	}
+	return "filter"
+}
+
 type sample struct {
 	wall, cpu time.Duration
 	rssMB     float64
@@ -88,6 +114,14 @@ type sample struct {
 func main() {
 	flag.Parse()
 	log.SetFlags(0)
+	if *bareShape != "" {
+		bareMain(*bareShape, *bareIn, *bareOutDir)
+		return
+	}
+	if *stallChild != "" {
+		stallMain(*stallChild)
+		return
+	}
 	dir := *workDir
 	if dir == "" {
 		d, err := os.MkdirTemp("", "weir-bench-file-")
@@ -96,6 +130,14 @@ func main() {
 		}
 		defer os.RemoveAll(d)
 		dir = d
+	}
+	in := filepath.Join(dir, "input")
+	inBytes := generate(in, *records, *files)
+	fmt.Printf("input: %d records, %d files, %.1f MB (%.0f bytes a record); filter keeps %d, map all\n",
+		*records, *files, float64(inBytes)/1e6, float64(inBytes)/float64(*records), (*records+1)/2)
+	if *only == "stall" {
+		runStall(dir, in)
+		return
 	}
 	bin := *binFlag
 	if bin == "" {
@@ -106,48 +148,67 @@ func main() {
 			log.Fatalf("building weir (run from the repository root): %v", err)
 		}
 	}
-	in := filepath.Join(dir, "input")
-	inBytes := generate(in, *records, *files)
-	fmt.Printf("input: %d records, %d files, %.1f MB (%.0f bytes a record); filter keeps %d, map all\n",
-		*records, *files, float64(inBytes)/1e6, float64(inBytes)/float64(*records), (*records+1)/2)
+	self, err := os.Executable()
+	if err != nil {
+		log.Fatal(err)
+	}
 
-	cases := []bcase{
+	all := []bcase{
 		{"1 sink, acks on", 1, true, false}, {"map, 1 sink, acks on", 1, true, true},
 		{"1 sink, acks off", 1, false, false}, {"2 sinks, acks on", 2, true, false}, {"2 sinks, acks off", 2, false, false},
 	}
-	med := map[string]sample{}
-	fmt.Printf("\n%-22s %12s %8s %8s %9s %9s\n", "case", "records/s", "MB/s", "wall s", "CPU s", "RSS MB")
-	for _, c := range cases {
-		if !strings.Contains(c.name, *only) {
-			continue
+	var cases []bcase
+	for _, c := range all {
+		if strings.Contains(c.name, *only) {
+			cases = append(cases, c)
 		}
-		var ss []sample
-		for r := range *runs {
+	}
+	weirs := map[string][]sample{}
+	bares := map[string][]sample{}
+	for r := range *runs {
+		done := map[string]bool{}
+		for _, c := range cases {
 			prof := ""
 			if *cpuProfile != "" && r == 0 {
 				os.MkdirAll(*cpuProfile, 0o755)
 				prof = filepath.Join(*cpuProfile, strings.NewReplacer(" ", "", ",", "-").Replace(c.name)+".pprof")
 			}
-			ss = append(ss, runCase(bin, dir, in, c, prof))
+			weirs[c.name] = append(weirs[c.name], runCase(bin, dir, in, c, prof))
+			if sh := c.shape(); !done[sh] {
+				done[sh] = true
+				bares[sh] = append(bares[sh], runBare(self, dir, in, sh))
+			}
 		}
-		m := median(ss)
-		med[c.name] = m
-		sec := m.wall.Seconds()
-		fmt.Printf("%-22s %12.0f %8.1f %8.2f %9.2f %9.1f   (runs: %s)\n", c.name, float64(*records)/sec, float64(inBytes)/1e6/sec,
-			sec, m.cpu.Seconds(), m.rssMB, walls(ss))
 	}
-	if f, ok1 := med["1 sink, acks on"]; ok1 {
-		if m, ok2 := med["map, 1 sink, acks on"]; ok2 {
+
+	fmt.Printf("\nmedians of %d runs (min–max of the wall time); weir/bare: throughput, and CPU bare/weir\n", *runs)
+	fmt.Printf("%-22s %10s %7s %7s %7s %6s  %-13s %9s %7s %9s %10s\n", "case", "records/s", "MB/s", "wall s", "CPU s", "RSS MB", "(wall min–max)", "bare rec/s", "bare CPU", "weir/bare", "CPU b/w")
+	for _, c := range cases {
+		m := median(weirs[c.name])
+		b := median(bares[c.shape()])
+		sec := m.wall.Seconds()
+		fmt.Printf("%-22s %10.0f %7.1f %7.2f %7.2f %6.1f  %-13s %9.0f %7.2f %9.2f %10.2f\n", c.name, float64(*records)/sec, float64(inBytes)/1e6/sec,
+			sec, m.cpu.Seconds(), m.rssMB, walls(weirs[c.name]), float64(*records)/b.wall.Seconds(), b.cpu.Seconds(),
+			b.wall.Seconds()/sec, b.cpu.Seconds()/m.cpu.Seconds())
+	}
+	for _, sh := range []string{"filter", "map", "filter2"} {
+		if ss := bares[sh]; len(ss) > 0 {
+			b := median(ss)
+			fmt.Printf("bare %-8s %10.0f records/s, %.2f CPU s, %.1f MB RSS  (%s)\n", sh, float64(*records)/b.wall.Seconds(), b.cpu.Seconds(), b.rssMB, walls(ss))
+		}
+	}
+	if f, ok1 := weirs["1 sink, acks on"]; ok1 {
+		if m, ok2 := weirs["map, 1 sink, acks on"]; ok2 {
 			fmt.Printf("map/filter: throughput ratio %.3f, CPU ratio %.3f (the map writes twice the records)\n",
-				f.wall.Seconds()/m.wall.Seconds(), m.cpu.Seconds()/f.cpu.Seconds())
+				median(f).wall.Seconds()/median(m).wall.Seconds(), median(m).cpu.Seconds()/median(f).cpu.Seconds())
 		}
 	}
 	for _, n := range []int{1, 2} {
-		on, ok1 := med[fmt.Sprintf("%d sink%s, acks on", n, plural(n))]
-		off, ok2 := med[fmt.Sprintf("%d sink%s, acks off", n, plural(n))]
+		on, ok1 := weirs[fmt.Sprintf("%d sink%s, acks on", n, plural(n))]
+		off, ok2 := weirs[fmt.Sprintf("%d sink%s, acks off", n, plural(n))]
 		if ok1 && ok2 {
 			fmt.Printf("%d sink%s: acks on/off throughput ratio %.3f, CPU ratio %.3f\n", n, plural(n),
-				off.wall.Seconds()/on.wall.Seconds(), on.cpu.Seconds()/off.cpu.Seconds())
+				median(off).wall.Seconds()/median(on).wall.Seconds(), median(on).cpu.Seconds()/median(off).cpu.Seconds())
 		}
 	}
 }
@@ -159,12 +220,13 @@ func plural(n int) string {
 	return "s"
 }
 
+// walls formats the min–max of the wall times.
 func walls(ss []sample) string {
-	var p []string
+	lo, hi := ss[0].wall, ss[0].wall
 	for _, s := range ss {
-		p = append(p, strconv.FormatFloat(s.wall.Seconds(), 'f', 2, 64)+"s")
+		lo, hi = min(lo, s.wall), max(hi, s.wall)
 	}
-	return strings.Join(p, " ")
+	return fmt.Sprintf("%.2f–%.2fs", lo.Seconds(), hi.Seconds())
 }
 
 // median takes the median of each measure on its own.
@@ -185,6 +247,40 @@ func median(ss []sample) sample {
 		cpu:   time.Duration(pick(func(s sample) float64 { return float64(s.cpu) })),
 		rssMB: pick(func(s sample) float64 { return s.rssMB }),
 	}
+}
+
+// measured runs cmd and measures it.
+func measured(what string, cmd *exec.Cmd) sample {
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		log.Fatalf("%s: %v\n%s", what, err, stderr.String())
+	}
+	wall := time.Since(start)
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	return sample{wall: wall, cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), rssMB: float64(ru.Maxrss) / 1024} // Linux: maxrss in KiB
+}
+
+// runBare runs the bare loop of shape once, from an empty output directory,
+// checks its output, and measures it.
+func runBare(self, dir, in, shape string) sample {
+	out := filepath.Join(dir, "bare")
+	os.RemoveAll(out)
+	s := measured("bare "+shape, exec.Command(self, "-bare", shape, "-bare-in", in, "-bare-out", out))
+	want, sinks := (*records+1)/2, 1
+	switch shape {
+	case "map":
+		want = *records
+	case "filter2":
+		sinks = 2
+	}
+	for i := range sinks {
+		if got := countLines(filepath.Join(out, string(rune('a'+i)))); got != want {
+			log.Fatalf("bare %s: sink %c holds %d records, want %d", shape, 'a'+i, got, want)
+		}
+	}
+	return s
 }
 
 // generate writes n records of about 60 bytes across k files and returns the
@@ -235,23 +331,14 @@ func runCase(bin, dir, in string, c bcase, prof string) sample {
 	if c.isMap {
 		tr = mapYAML
 	}
-	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, config, in, run, sinks.String(), tr), 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, pipelineYAML, in, run, sinks.String(), tr), 0o644); err != nil {
 		log.Fatal(err)
 	}
 	args := []string{"run", "-c", cfgPath}
 	if prof != "" {
 		args = append(args, "--cpuprofile", prof)
 	}
-	cmd := exec.Command(bin, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		log.Fatalf("%s: weir: %v\n%s", c.name, err, stderr.String())
-	}
-	wall := time.Since(start)
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	s := measured(c.name+": weir", exec.Command(bin, args...))
 	want := (*records + 1) / 2
 	if c.isMap {
 		want = *records
@@ -261,7 +348,7 @@ func runCase(bin, dir, in string, c bcase, prof string) sample {
 			log.Fatalf("%s: sink %c holds %d records, want %d", c.name, 'a'+i, got, want)
 		}
 	}
-	return sample{wall: wall, cpu: cpu, rssMB: float64(ru.Maxrss) / 1024} // Linux: maxrss in KiB
+	return s
 }
 
 func countLines(dir string) int {

@@ -614,7 +614,7 @@ func (s *Source) doSwap(w swap) {
 		// rest included.
 		old.fd, old.lr.src, old.lr.final = nil, nil, true
 	}
-	old.gone, old.idle, old.paused = true, false, false
+	old.gone, old.idle, old.atEnd, old.paused = true, false, false, false
 	delete(s.byKey, w.cur.key)
 	s.mu.Unlock()
 	s.add(w.cur)
@@ -725,7 +725,7 @@ func (s *Source) letGoTail(ctx context.Context, start, prev time.Time) error {
 			if f.fd != nil && (mtime.After(start.Add(-s.cfg.RotateWait)) || !mtime.Before(prev.Add(-mtimeSlack))) {
 				continue // may still be written
 			}
-			f.lr.final, f.idle = true, false
+			f.lr.final, f.idle, f.atEnd = true, false, false
 		}
 		if f.lr.pending() {
 			continue // the last record is read next
@@ -807,7 +807,7 @@ func (s *Source) letGo(ctx context.Context, fs []*file) (int, error) {
 			"path", f.path, "committed", f.committed, "read", f.reported)
 		s.mu.Lock()
 		s.startAt(f, f.committed)
-		f.idle = false
+		f.idle, f.atEnd = false, false
 		s.mu.Unlock()
 		p := s.host.Assign(f.name, checkpoint.Position(f.committed))
 		s.mu.Lock()

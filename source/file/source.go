@@ -91,6 +91,11 @@ type Source struct {
 	storeFailing time.Time // when scans began to fail to write the state store
 	storeWarned  time.Time // when that was last logged
 	fields       []string  // CSV scratch
+	// owed says that a batch was returned without claiming the source
+	// caught up since the last one that did; last is the file of the last
+	// batch returned. See caughtUp.
+	owed bool
+	last *file
 }
 
 type file struct {
@@ -110,6 +115,7 @@ type file struct {
 	committed  int64 // the last position Commit made durable
 	size       int64 // the file's size at the last look
 	idle       bool  // the last read found nothing new
+	atEnd      bool  // the last read reached the end of what the file held then
 	gone       bool  // no longer under paths: read to its end, then let go
 	adopted    bool  // found under rotated, unknown: read from its start
 	paused     bool  // truncated, and the new incarnation could not be stored yet
@@ -205,6 +211,9 @@ func (s *Source) Poll(ctx context.Context, b *connector.Batch) error {
 		if err != nil || got {
 			return err
 		}
+		if s.caughtUp(b) {
+			return nil
+		}
 		if !tail {
 			done, err := s.letGoOnce(ctx)
 			if err != nil {
@@ -240,6 +249,10 @@ func (s *Source) readSome(b *connector.Batch) (bool, error) {
 		got, err := s.readBatch(f, b)
 		if err != nil || got {
 			s.next = (s.next + i + 1) % n
+			if got {
+				b.CaughtUp = f.atEnd && s.othersAtEnd(f)
+				s.owed, s.last = !b.CaughtUp, f
+			}
 			return got, err
 		}
 	}
@@ -253,6 +266,7 @@ func (s *Source) readBatch(f *file, b *connector.Batch) (bool, error) {
 	size := 0
 	skip := s.cfg.OnInvalid == "skip"
 	f.lr.sizeHint = f.size
+	f.atEnd = false
 loop:
 	for len(b.Records) < s.cfg.BatchSize && size < s.cfg.BatchBytes {
 		raw, start, n, st, err := f.lr.next()
@@ -261,6 +275,7 @@ loop:
 		}
 		switch st {
 		case lineNone:
+			f.atEnd = true
 			break loop
 		case lineTooLong:
 			if len(b.Records) > 0 || f.lr.pos() > f.reported {
@@ -433,7 +448,7 @@ func (s *Source) Seek(ctx context.Context, p checkpoint.Partition, pos checkpoin
 			err = s.readHeader(f)
 		}
 	}
-	f.reported, f.idle = int64(pos), false
+	f.reported, f.idle, f.atEnd = int64(pos), false, false
 	path := f.path
 	s.mu.Unlock()
 	if lost > 0 {

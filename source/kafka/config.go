@@ -45,8 +45,9 @@ type Config struct {
 	// MaxPollRecords bounds the records one fetch hands to the source, and so
 	// the source's own buffer; the client's buffer is bounded by FetchMaxBytes.
 	MaxPollRecords int `yaml:"max_poll_records" doc:"Most records one poll of the client hands to the source, which bounds the source's own buffer."`
-	// FetchMaxBytes bounds one fetch response.
-	FetchMaxBytes int32 `yaml:"fetch_max_bytes" doc:"Most bytes of one fetch response, which bounds the client's buffer."`
+	// FetchMaxBytes bounds one fetch response; 0, the default, derives it
+	// from the pipeline's max_in_flight_bytes (see readahead.go).
+	FetchMaxBytes int32 `yaml:"fetch_max_bytes" doc:"Most bytes of one fetch response. 0 (the default) derives it from the source's max_in_flight_bytes (a sixty-fourth, between 1 MiB and 50 MiB), which so bounds the client's buffers too."`
 	// SessionTimeout is how long the group waits for a silent member before
 	// it takes its partitions away.
 	SessionTimeout time.Duration `yaml:"session_timeout" doc:"How long the group waits for a silent member before it takes its partitions away (they are then lost, not revoked)."`
@@ -67,7 +68,6 @@ func NewConfig() *Config {
 		StartFrom:        "earliest",
 		Balancer:         "cooperative-sticky",
 		MaxPollRecords:   10000,
-		FetchMaxBytes:    50 << 20,
 		SessionTimeout:   45 * time.Second,
 		RebalanceTimeout: 60 * time.Second,
 	}
@@ -112,8 +112,8 @@ func (c *Config) Validate() error {
 	if c.MaxPollRecords <= 0 {
 		add("max_poll_records", "is %d: it must be positive (the default is 10000)", c.MaxPollRecords)
 	}
-	if c.FetchMaxBytes <= 0 {
-		add("fetch_max_bytes", "is %d: it must be positive (the default is 52428800, 50 MiB)", c.FetchMaxBytes)
+	if c.FetchMaxBytes < 0 {
+		add("fetch_max_bytes", "is %d: it must not be negative (0, the default, derives it from max_in_flight_bytes)", c.FetchMaxBytes)
 	}
 	if c.SessionTimeout < time.Second {
 		add("session_timeout", "%v is too short: use at least 1s (the default is 45s)", c.SessionTimeout)

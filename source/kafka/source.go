@@ -86,6 +86,10 @@ type Source struct {
 
 	closed atomic.Bool
 
+	// inFlightBytes is the pipeline's in-flight byte limit, which sizes the
+	// client's fetches (readahead.go); 0 until LimitReadAhead.
+	inFlightBytes int64
+
 	// mu guards the partition bookkeeping, the pending seeks and
 	// pollCancel. It is never held while calling the client or the Host.
 	mu         sync.Mutex
@@ -100,6 +104,13 @@ type Source struct {
 	// Owned by the polling goroutine.
 	queue   []fetched
 	holding bool // the client is blocking rebalances for our last poll
+	// behind holds the partitions whose last fetched record was below the
+	// partition's high watermark: more of them is available now. caughtUp
+	// says that the last poll of the client emptied its buffer and that no
+	// partition is behind; the batch that empties the queue then says so
+	// (connector.Batch.CaughtUp). See caughtup.go.
+	behind   map[tp]struct{}
+	caughtUp bool
 }
 
 // New returns a source for cfg, which must be valid.
@@ -110,8 +121,9 @@ func New(name string, cfg *Config) (*Source, error) {
 	return &Source{
 		name:  name,
 		cfg:   *cfg,
-		parts: newOwned(),
-		seeks: map[tp]int64{},
+		parts:  newOwned(),
+		seeks:  map[tp]int64{},
+		behind: map[tp]struct{}{},
 	}, nil
 }
 
@@ -150,6 +162,7 @@ func (s *Source) opts() ([]kgo.Opt, error) {
 	if c.StartFrom == "latest" {
 		start = kgo.NewOffset().AtEnd()
 	}
+	ra := readAheadFor(s.inFlightBytes, c.FetchMaxBytes)
 	var bal kgo.GroupBalancer
 	switch c.Balancer {
 	case "sticky":
@@ -168,7 +181,9 @@ func (s *Source) opts() ([]kgo.Opt, error) {
 		kgo.ConsumeResetOffset(start),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
-		kgo.FetchMaxBytes(c.FetchMaxBytes),
+		kgo.FetchMaxBytes(ra.fetchBytes),
+		kgo.FetchMaxPartitionBytes(ra.partitionBytes),
+		kgo.MaxConcurrentFetches(ra.fetches),
 		kgo.SessionTimeout(c.SessionTimeout),
 		kgo.RebalanceTimeout(c.RebalanceTimeout),
 		kgo.OnPartitionsRevoked(s.onRevoked),
@@ -372,10 +387,13 @@ func (s *Source) buffer(ctx context.Context, fetches kgo.Fetches) error {
 		}
 	})
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-		if len(fp.Records) > 0 {
-			s.queue = append(s.queue, fetched{tp{fp.Topic, fp.Partition}, fp.Records})
+		if n := len(fp.Records); n > 0 {
+			t := tp{fp.Topic, fp.Partition}
+			s.queue = append(s.queue, fetched{t, fp.Records})
+			s.noteFetched(t, fp.Records[n-1].Offset, fp.HighWatermark)
 		}
 	})
+	s.caughtUp = s.isCaughtUp()
 	if ferr != nil {
 		return ferr
 	}
@@ -408,6 +426,7 @@ func (s *Source) applySeeks() {
 			st.next = pos
 		}
 		delete(s.seeks, t)
+		s.behind[t] = struct{}{} // read again from pos: not caught up until fetched
 	}
 	s.mu.Unlock()
 	kept := s.queue[:0]
@@ -460,6 +479,7 @@ func (s *Source) pop(b *connector.Batch) bool {
 		}
 		s.fill(b, st, recs)
 		st.next = recs[len(recs)-1].Offset + 1
+		b.CaughtUp = s.caughtUp && len(s.queue) == 0
 		return true
 	}
 	s.queue = s.queue[:0]

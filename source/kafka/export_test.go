@@ -1,0 +1,5 @@
+package kafka
+
+// ClientOpt returns the value of one of the client's options (see
+// kgo.Client.OptValue), for tests of how the source configures its client.
+func ClientOpt(s *Source, opt any) any { return s.cl.OptValue(opt) }
