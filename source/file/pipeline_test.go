@@ -51,7 +51,9 @@ func TestPipelineFlushesWhenFilesAreRead(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- pipeline.Run(ctx, spec, pipeline.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))) }()
+	go func() {
+		done <- pipeline.Run(ctx, spec, pipeline.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	}()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {

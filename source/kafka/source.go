@@ -119,8 +119,8 @@ func New(name string, cfg *Config) (*Source, error) {
 		return nil, fmt.Errorf("kafka: source %s: %w", name, err)
 	}
 	return &Source{
-		name:  name,
-		cfg:   *cfg,
+		name:   name,
+		cfg:    *cfg,
 		parts:  newOwned(),
 		seeks:  map[tp]int64{},
 		behind: map[tp]struct{}{},
