@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -166,29 +167,37 @@ func (t template) render(r *record.Record) (string, error) {
 	return sb.String(), nil
 }
 
-// field returns the scalar at path in r's fields, formatted.
+// field returns the scalar at path in r's value as text: a string's text, a
+// number's literal as the record wrote it (an id above 2^53 stays exact,
+// 1.50 stays 1.50), true or false. It decodes nothing but the members on the
+// path.
 func field(r *record.Record, path []string) (string, error) {
-	m, err := r.Fields()
-	if err != nil {
+	var v [1]record.Value
+	var found [1]bool
+	if err := r.Lookup(path[:1], v[:], found[:]); err != nil {
 		return "", err
 	}
-	var v any = m
-	for _, p := range path {
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return "", fmt.Errorf("field %s: not an object at %q", strings.Join(path, "."), p)
+	cur, ok := v[0], found[0]
+	for i := 1; ok && i < len(path); i++ {
+		if cur.Kind() != record.Object {
+			return "", fmt.Errorf("field %s: not an object at %q", strings.Join(path, "."), path[i])
 		}
-		if v, ok = obj[p]; !ok {
-			return "", fmt.Errorf("field %s is missing", strings.Join(path, "."))
-		}
+		cur, ok = cur.Get(path[i])
 	}
-	switch x := v.(type) {
-	case string:
-		return x, nil
-	case float64, bool:
-		return fmt.Sprint(x), nil
+	if !ok {
+		return "", fmt.Errorf("field %s is missing", strings.Join(path, "."))
 	}
-	return "", fmt.Errorf("field %s is %T, not a string, number or boolean", strings.Join(path, "."), v)
+	switch cur.Kind() {
+	case record.String:
+		return cur.Text(), nil
+	case record.Int, record.Float, record.Number:
+		return cur.Literal(), nil
+	case record.Bool:
+		return strconv.FormatBool(cur.Bool()), nil
+	case record.Null:
+		return "", fmt.Errorf("field %s is null, not a string, number or boolean", strings.Join(path, "."))
+	}
+	return "", fmt.Errorf("field %s is %s, not a string, number or boolean", strings.Join(path, "."), cur.Kind())
 }
 
 // Sink is the Kafka sink. Create it with New.

@@ -589,3 +589,31 @@ func TestFullBufferGivesUpAfterDeliveryTimeout(t *testing.T) {
 		t.Fatalf("Abort: %v", err)
 	}
 }
+
+// Guarantee: a key or a topic taken from a number field is the number's
+// literal as the record wrote it: an id above 2^53 is not rounded, 1.50 is
+// not shortened and 1e3 is not rewritten.
+func TestKeyFieldKeepsNumberLiterals(t *testing.T) {
+	ctx := testCtx(t)
+	c := kafkatest.Fake(t, "n-1.50", 1)
+	s := openSink(ctx, t, c.ListenAddrs(), func(cfg *kafka.Config) {
+		cfg.Topic = "n-{{ price }}"
+		cfg.KeyField = "ids.big"
+	})
+	if err := s.Write(ctx, []record.Record{
+		rec(`{"ids":{"big":12345678901234567891},"price":1.50}`, ""),
+		rec(`{"ids":{"big":1e3},"price":1.50}`, ""),
+		rec(`{"ids":{"big":"caf\u00e9"},"price":1.50}`, ""),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := consume(ctx, t, c.ListenAddrs(), "n-1.50", 3)
+	for i, want := range []string{"12345678901234567891", "1e3", "café"} {
+		if string(got[i].Key) != want {
+			t.Errorf("record %d: key %q, want %q", i, got[i].Key, want)
+		}
+	}
+}

@@ -316,3 +316,22 @@ func TestCSVLongRecordSkippedWhole(t *testing.T) {
 		t.Fatalf("read %q, skipped %v; want the long record dropped whole and counted", got, h.host.skipped)
 	}
 }
+
+// Guarantee: a CSV record becomes a JSON object whose members are in the
+// order of the header's columns (not sorted by name), each value the
+// field's bytes as a JSON string, nothing replaced.
+func TestCSVRecordKeepsColumnOrder(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.csv"), "zeta,alpha,mid\n1,\"a,\"\"b\"\"\",caf\xc3\xa9\n")
+	h := open(t, testConfig(dir, func(c *Config) {
+		c.Format, c.Paths = "csv", []string{filepath.Join(dir, "*.csv")}
+	}))
+	b, err := h.poll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"zeta":"1","alpha":"a,\"b\"","mid":"café"}`
+	if len(b.Records) != 1 || string(b.Records[0].Bytes()) != want {
+		t.Fatalf("records %d, first %q; want %q", len(b.Records), b.Records[0].Bytes(), want)
+	}
+}
