@@ -1,0 +1,93 @@
+package transform
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/weir-etl/weir/record"
+)
+
+// The bare loops: what a hand-written Go program does to get a filter's or
+// a rename's result on the same records, and nothing else. Each validates
+// the whole value (weir never passes on a record that is not one JSON value)
+// with the standard library's json.Valid or with weir's own scanner
+// (record.Valid), then finds the member by searching its bytes (a shortcut
+// weir cannot take: it would match inside a string), and parses or copies.
+// Their figures bound what the filter and map benchmarks can reach here.
+
+var validators = []struct {
+	name  string
+	valid func([]byte) bool
+}{
+	{"stdlib", json.Valid},
+	{"weirscanner", func(b []byte) bool { return record.Valid(b) == nil }},
+}
+
+// BenchmarkBareFilterOneField is BenchmarkFilterOneField's work by hand:
+// validate, find "id", parse it, keep even ids.
+func BenchmarkBareFilterOneField(b *testing.B) {
+	member := []byte(`"id":`)
+	for _, v := range validators {
+		b.Run(v.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(benchValues[0])))
+			kept, i := 0, 0
+			for b.Loop() {
+				val := benchValues[i%len(benchValues)]
+				i++
+				if !v.valid(val) {
+					b.Fatal("invalid")
+				}
+				at := bytes.Index(val, member)
+				if at < 0 {
+					b.Fatal("no id")
+				}
+				n := 0
+				for _, c := range val[at+len(member):] {
+					if c < '0' || c > '9' {
+						break
+					}
+					n = n*10 + int(c-'0')
+				}
+				if n%2 == 0 {
+					kept++
+				}
+			}
+			if kept == 0 {
+				b.Fatal("nothing kept")
+			}
+		})
+	}
+}
+
+// BenchmarkBareRenameOne is BenchmarkMapRenameOne's work by hand: validate,
+// find "currency", and write a new value with the member's name replaced
+// (one allocation, as the record must own its new bytes).
+func BenchmarkBareRenameOne(b *testing.B) {
+	from, to := []byte(`"currency":`), []byte(`"ccy":`)
+	for _, v := range validators {
+		b.Run(v.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(benchWide[0])))
+			var out []byte
+			i := 0
+			for b.Loop() {
+				val := benchWide[i%len(benchWide)]
+				i++
+				if !v.valid(val) {
+					b.Fatal("invalid")
+				}
+				at := bytes.Index(val, from)
+				if at < 0 {
+					b.Fatal("no currency")
+				}
+				out = make([]byte, 0, len(val)-len(from)+len(to))
+				out = append(append(append(out, val[:at]...), to...), val[at+len(from):]...)
+			}
+			if !bytes.Contains(out, to) {
+				b.Fatal("not renamed")
+			}
+		})
+	}
+}
