@@ -63,13 +63,16 @@ func TestTimeoutStopsGracefully(t *testing.T) {
 	}
 }
 
-// Guarantee: SIGHUP neither kills weir nor goes unnoticed: it is logged and
-// ignored, and a SIGTERM afterwards stops it gracefully. Before, SIGHUP
-// killed weir at once (exit 129, no summary, the lock file left).
-func TestSIGHUPIsIgnored(t *testing.T) {
+// Guarantee: SIGHUP neither kills weir nor goes unnoticed: it reloads the
+// configuration (the running pipeline stops gracefully and the new one
+// starts from the committed positions), weir goes on writing, and a SIGTERM
+// afterwards stops it gracefully. Before, SIGHUP killed weir at once (exit
+// 129, no summary, the lock file left).
+func TestSIGHUPReloads(t *testing.T) {
 	bin := weirtest.BuildTemp(t, "")
 	dir := t.TempDir()
-	cfg := write(t, filepath.Join(dir, "p.yaml"), fmt.Sprintf(genConfig, filepath.Join(dir, "out")))
+	out := filepath.Join(dir, "out")
+	cfg := write(t, filepath.Join(dir, "p.yaml"), fmt.Sprintf(genConfig, out))
 	stderr := &weirtest.SyncBuffer{}
 	cmd := exec.Command(bin, "run", "-c", cfg)
 	cmd.Stderr = stderr
@@ -78,14 +81,25 @@ func TestSIGHUPIsIgnored(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	weirtest.WaitFor(t, "the pipeline writes", 30*time.Second, func() bool {
-		m, _ := filepath.Glob(filepath.Join(dir, "out", "*"))
-		return len(m) > 0
+	t.Cleanup(func() {
+		// A failed check leaves weir running: stop it before the
+		// temporary directory goes.
+		_ = cmd.Process.Kill()
+		<-done
 	})
+	chunks := func() int {
+		m, _ := filepath.Glob(filepath.Join(out, "*", "*"))
+		return len(m)
+	}
+	weirtest.WaitFor(t, "the pipeline writes", 30*time.Second, func() bool { return chunks() > 0 })
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	weirtest.WaitFor(t, "SIGHUP logged", 10*time.Second, func() bool { return strings.Contains(stderr.String(), "SIGHUP ignored") })
+	weirtest.WaitFor(t, "the reload logged", 10*time.Second, func() bool {
+		return strings.Contains(stderr.String(), "cause=SIGHUP") && strings.Contains(stderr.String(), "starting the new one")
+	})
+	after := chunks()
+	weirtest.WaitFor(t, "the reloaded pipeline writes", 30*time.Second, func() bool { return chunks() > after })
 	select {
 	case err := <-done:
 		t.Fatalf("weir exited after SIGHUP: %v\n%s", err, stderr)
@@ -97,6 +111,7 @@ func TestSIGHUPIsIgnored(t *testing.T) {
 	if err := <-done; err != nil || !strings.Contains(stderr.String(), "run summary") {
 		t.Fatalf("after SIGTERM: %v, want exit 0 with a summary\n%s", err, stderr)
 	}
+	done <- nil // for the cleanup
 }
 
 // Guarantee: a second interrupt, a second or more after the first, exits
