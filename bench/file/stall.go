@@ -11,10 +11,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/weir-etl/weir/bench/internal/proc"
 
 	"github.com/weir-etl/weir/config"
 	"github.com/weir-etl/weir/connector"
@@ -82,7 +82,7 @@ func stallMain(in string) {
 	var rss []float64
 	t := time.NewTicker(rssEvery)
 	for end := time.Now().Add(*stallFor); time.Now().Before(end); <-t.C {
-		rss = append(rss, rssMB())
+		rss = append(rss, proc.RSSMB())
 	}
 	if err := json.NewEncoder(os.Stdout).Encode(stallReport{RSS: rss, Written: st.written.Load()}); err != nil {
 		log.Fatal(err)
@@ -125,18 +125,4 @@ type stalledGroup struct{ connector.SealedGroup }
 func (stalledGroup) Persist(ctx context.Context) error {
 	<-ctx.Done()
 	return ctx.Err()
-}
-
-// rssMB is this process's resident set size now, from /proc/self/statm.
-func rssMB() float64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, _ := strconv.ParseInt(f[1], 10, 64)
-	return float64(pages*int64(os.Getpagesize())) / (1 << 20)
 }

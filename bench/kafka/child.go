@@ -9,10 +9,10 @@ import (
 	goruntime "runtime"
 	"runtime/pprof"
 	"runtime/trace"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/weir-etl/weir/bench/internal/proc"
 )
 
 // rssEvery is how often a child samples its RSS.
@@ -87,7 +87,7 @@ func sampleRSS(c string, run int) (stop func() []float64) {
 		t := time.NewTicker(rssEvery)
 		defer t.Stop()
 		for {
-			out = append(out, rssMB())
+			out = append(out, proc.RSSMB())
 			if *memProf != "" {
 				var ms goruntime.MemStats
 				goruntime.ReadMemStats(&ms)
@@ -119,18 +119,4 @@ func writeHeapProfile(path string) {
 	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
 		log.Fatal(err)
 	}
-}
-
-// rssMB is this process's resident set size now, from /proc/self/statm.
-func rssMB() float64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, _ := strconv.ParseInt(f[1], 10, 64)
-	return float64(pages*int64(os.Getpagesize())) / (1 << 20)
 }

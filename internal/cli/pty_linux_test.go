@@ -20,24 +20,7 @@ func TestProgressOnATerminal(t *testing.T) {
 // openPTY opens a pseudo-terminal and returns its terminal side.
 func openPTY(t *testing.T) *os.File {
 	t.Helper()
-	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
-	if err != nil {
-		t.Fatalf("opening a pseudo-terminal: %v", err)
-	}
-	t.Cleanup(func() { ptmx.Close() })
-	fd := int(ptmx.Fd())
-	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatalf("unlocking the pseudo-terminal: %v", err)
-	}
-	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
-	if err != nil {
-		t.Fatalf("naming the pseudo-terminal: %v", err)
-	}
-	tty, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatalf("opening the terminal side: %v", err)
-	}
-	t.Cleanup(func() { tty.Close() })
+	tty, _ := openPTYPair(t)
 	return tty
 }
 
