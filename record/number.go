@@ -12,8 +12,11 @@ import (
 // A number read from a record is its literal. It is converted only when an
 // expression computes with it, and only exactly:
 //
-//   - Int gives an int64 for an integer literal (no fraction, no exponent)
-//     within int64's range.
+//   - Int gives an int64 for a literal whose decimal value is an integer
+//     within int64's range, however it is written (42, 1e3, 12.0,
+//     1.152921504606847e18), and for a computed float64 that is one. It
+//     reads the literal's digits, not the float64 nearest them: that float64
+//     can be another integer (2^60 for the last example).
 //   - Float gives a float64 when the float64 stands for the literal's exact
 //     decimal value in the usual sense: its shortest decimal form is the
 //     literal's value (0.1 is 0.1; 9007199254740993 and
@@ -179,16 +182,44 @@ func (v Value) Rat() (*big.Rat, error) {
 // Int returns a number as an int64, exactly, or an error saying why it
 // cannot be one.
 func (v Value) Int() (int64, error) {
-	form, i, f := v.Form()
-	switch form {
-	case IntForm:
-		return i, nil
-	case FloatForm:
-		if f == math.Trunc(f) && f >= -0x1p63 && f < 0x1p63 {
+	switch v.kind {
+	case Int:
+		return int64(v.n), nil
+	case Float:
+		if f := floatOf(v); f == math.Trunc(f) && f >= -0x1p63 && f < 0x1p63 {
 			return int64(f), nil
+		}
+	case Number:
+		if i, ok := parseIntLiteral(v.s); ok {
+			return i, nil
+		}
+		if i, ok := decimalInt(v.s); ok {
+			return i, nil
 		}
 	}
 	return 0, fmt.Errorf("%s %w as an int64", shorten(v.Literal()), ErrNotExact)
+}
+
+// decimalInt returns the value of the number literal s if it is an integer
+// within int64's range, written with an exponent or a fraction.
+func decimalInt(s string) (int64, bool) {
+	digits, exp := normDecimal(s)
+	if digits == "" {
+		return 0, true
+	}
+	if exp < len(digits) || exp > 19 {
+		return 0, false // a fraction, or more than 19 digits
+	}
+	var buf [20]byte
+	b := buf[:0]
+	if s[0] == '-' {
+		b = append(b, '-')
+	}
+	b = append(b, digits...)
+	for range exp - len(digits) {
+		b = append(b, '0')
+	}
+	return parseIntLiteral(string(b))
 }
 
 // Float returns a number as a float64, exactly (see the comment at the top

@@ -267,6 +267,15 @@ func TestNumbersConvertOnlyExactly(t *testing.T) {
 		{"1e-400", 0, false, 0, false},
 		{"123456789012345678901234567890", 0, false, 0, false},
 		{"1e19", 0, false, 1e19, true},
+		// Integers written with an exponent or a fraction convert to
+		// their decimal value, not to the float64 nearest it.
+		{"1.152921504606847e18", 1152921504606847000, true, 1.152921504606847e18, true}, // the float64 is 2^60, 1152921504606846976
+		{"1.2345678901234567e18", 1234567890123456700, true, 0, false},
+		{"9.223372036854775807e18", 9223372036854775807, true, 0, false},
+		{"-9.223372036854776e18", 0, false, -9.223372036854776e18, true}, // the float64 is -2^63, the literal is beyond it
+		{"-1.5e3", -1500, true, -1500, true},
+		{"12.0", 12, true, 12, true},
+		{"-0.0", 0, true, 0, true},
 	}
 	for _, c := range cases {
 		v := record.NumberLiteral(c.lit)
