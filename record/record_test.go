@@ -276,6 +276,22 @@ func TestNumbersConvertOnlyExactly(t *testing.T) {
 		{"-1.5e3", -1500, true, -1500, true},
 		{"12.0", 12, true, 12, true},
 		{"-0.0", 0, true, 0, true},
+		{"1e-2", 0, false, 0.01, true},
+		// Plain integers: a negative one, and a short one that sorts after
+		// 2^63 as text (only 19 digits can reach it).
+		{"-42", -42, true, -42, true},
+		{"99", 99, true, 99, true},
+		// Beyond 2^53, an integer is a float64 when its float64 prints as
+		// the same integer, all its digits included.
+		{"123000000000000000", 123000000000000000, true, 1.23e17, true},
+		// More than 15 digits: exact when the literal is its float64's
+		// shortest form, leading zeros aside.
+		{"0.30000000000000004", 0, false, 0.30000000000000004, true},
+		{"2.2250738585072014e-308", 0, false, 0x1p-1022, true},
+		{"1.7976931348623157e308", 0, false, 1.7976931348623157e308, true},
+		// Subnormals hold fewer digits than normal numbers.
+		{"5e-324", 0, false, 5e-324, true},
+		{"1.2345e-320", 0, false, 0, false},
 	}
 	for _, c := range cases {
 		v := record.NumberLiteral(c.lit)
