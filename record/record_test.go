@@ -49,6 +49,13 @@ var lookupCorpus = []string{
 	`{"t":true,"f":false,"n":null,"s":"","e":[],"o":{}}`,
 	`{"a":[1,"x",null,true,{"b":[]}]}`,
 	`{"a":` + strings.Repeat("[", 1100) + strings.Repeat("]", 1100) + `}`,
+	// The hex digits of an escape, at each end of each range.
+	`{"a":"\u09aA\ufFFf","b":"\u0000"}`,
+	// Containers are tracked 64 to a word: objects at the end of the
+	// first word (the 63rd and 64th levels) inside arrays, and objects
+	// and arrays beyond the four words kept without allocating.
+	`{"a":` + strings.Repeat("[", 62) + `{"a":{"a":1,"b":2},"b":3}` + strings.Repeat("]", 62) + `}`,
+	strings.Repeat(`{"a":`, 200) + strings.Repeat("[1,", 100) + `{"b":1,"c":2}` + strings.Repeat("]", 100) + strings.Repeat("}", 200),
 	// Rejected by encoding/json.
 	``,
 	`   `,
@@ -90,6 +97,12 @@ var lookupCorpus = []string{
 	`{"a":"\q"}`,
 	`{"a":"\u12"}`,
 	`{"a":"\u12g4"}`,
+	`{"a":"\u00/0"}`,
+	`{"a":"\u00:0"}`,
+	`{"a":"\u00@0"}`,
+	`{"a":"\u00G0"}`,
+	"{\"a\":\"\\u00`0\"}",
+	`{"a":"\u00g0"}`,
 	"{\"a\":\"x\x01y\"}",
 	"{\"a\x1f\":1}",
 	"\xef\xbb\xbf{\"a\":1}",
@@ -331,6 +344,17 @@ func TestStringsRoundTrip(t *testing.T) {
 		{"\"\xff\xfe\"", "\xff\xfe", "\"\xff\xfe\""},
 		{`"a\"b\\c\/d\b\f\n\r\t\u0001"`, "a\"b\\c/d\b\f\n\r\t\x01", `"a\"b\\c/d\b\f\n\r\t\u0001"`},
 		{`"<&>\u2028"`, "<&>\u2028", "\"<&>\u2028\""},
+		{`"a b"`, "a b", `"a b"`},
+		{`""`, "", `""`},
+		{`"\u00C9\u00e9"`, "Éé", `"Éé"`},
+		// Pairs: the first and last of each half, and halves that do not
+		// pair (a low one first, a high one before a character that is no
+		// low half).
+		{`"\ud800\udc00"`, "\U00010000", "\"\U00010000\""},
+		{`"\udbff\udfff"`, "\U0010ffff", "\"\U0010ffff\""},
+		{`"\udc00\udc00"`, "\xed\xb0\x80\xed\xb0\x80", `"\udc00\udc00"`},
+		{`"\ud800\ue000"`, "\xed\xa0\x80\ue000", "\"\\ud800\ue000\""},
+		{`"\ud800\ud800"`, "\xed\xa0\x80\xed\xa0\x80", `"\ud800\ud800"`},
 	}
 	for _, c := range cases {
 		v, err := record.ParseValue([]byte(c.in))
@@ -345,6 +369,29 @@ func TestStringsRoundTrip(t *testing.T) {
 		}
 		if got := string(record.AppendString(nil, v.Text())); got != c.out {
 			t.Errorf("%q: encoded text %q, want %q", c.in, got, c.out)
+		}
+	}
+}
+
+// Guarantee: AppendString escapes what JSON requires (the quote, the
+// backslash, control characters) and the three bytes a lone surrogate
+// decodes to, and writes every other byte as it is, including bytes that
+// only look like the start of a surrogate.
+func TestAppendStringEscapesOnlyWhatItMust(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{" ~\x7f", "\" ~\x7f\""},
+		{"\x00\x1f\"\\", `"\u0000\u001f\"\\"`},
+		{"\xed\xa0\x80", `"\ud800"`},
+		{"\xed\xbf\xbf", `"\udfff"`},
+		{"x\xed\xa0", "\"x\xed\xa0\""},
+		{"\xed\xa0", "\"\xed\xa0\""},
+		{"\xed\x9f\xbf", "\"\xed\x9f\xbf\""}, // U+D7FF, the character before the surrogates
+		{"\xed\xa0\xc0", "\"\xed\xa0\xc0\""},
+		{"\xed\xa0\x7f", "\"\xed\xa0\x7f\""},
+	}
+	for _, c := range cases {
+		if got := string(record.AppendString([]byte("x:"), c.in)); got != "x:"+c.want {
+			t.Errorf("AppendString(%q) = %q, want %q", c.in, got, "x:"+c.want)
 		}
 	}
 }
