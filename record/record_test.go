@@ -428,3 +428,103 @@ func TestSetFieldsKeepsBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Guarantee: CheckJSON refuses a value that is not JSON, however often it
+// is asked, and remembers only a value found to be JSON; a Lookup or Index
+// that failed on bad syntax does not mark the value as checked, one that
+// found JSON that is not an object does.
+func TestCheckJSONRemembersOnlyJSON(t *testing.T) {
+	names := []string{"a"}
+	vals, found := make([]record.Value, 1), make([]bool, 1)
+	lookup := func(r *record.Record) error { return r.Lookup(names, vals, found) }
+	index := func(r *record.Record) error { return r.Index(record.NewObj()) }
+	object := func(r *record.Record) error { _, err := r.Object(); return err }
+	for _, c := range []struct {
+		value  string
+		read   func(r *record.Record) error
+		valid  bool // the value is JSON
+		object bool // the value is a JSON object
+	}{
+		{`{"a":`, lookup, false, false},
+		{`{"a":`, index, false, false},
+		{`{"a":`, object, false, false},
+		{`[1]`, lookup, true, false},
+		{`[1]`, index, true, false},
+		{`"x"`, object, true, false},
+		{`{"a":1}`, lookup, true, true},
+		{`{"a":1}`, index, true, true},
+		{`{"a":1}`, object, true, true},
+	} {
+		r := record.New([]byte(c.value))
+		if r.JSONChecked() {
+			t.Errorf("%s: checked before anything read it", c.value)
+		}
+		err := c.read(&r)
+		var se *record.SyntaxError
+		switch {
+		case c.object && err != nil,
+			c.valid && !c.object && err != record.ErrNotObject,
+			!c.valid && !errors.As(err, &se):
+			t.Errorf("%s: read error %v", c.value, err)
+		}
+		if r.JSONChecked() != c.valid {
+			t.Errorf("%s: JSONChecked = %v after a read that gave %v", c.value, r.JSONChecked(), err)
+		}
+		for range 2 {
+			if err := r.CheckJSON(); (err == nil) != c.valid {
+				t.Errorf("%s: CheckJSON = %v", c.value, err)
+			}
+		}
+		if r.JSONChecked() != c.valid {
+			t.Errorf("%s: JSONChecked = %v after CheckJSON", c.value, r.JSONChecked())
+		}
+	}
+	r := record.New([]byte(`{"a":1}`))
+	r.Replace([]byte(`{`), false)
+	if r.JSONChecked() || r.CheckJSON() == nil {
+		t.Error("a value a transform wrote, not said to be an object, was taken as checked")
+	}
+	r.Replace([]byte(`{"b":2}`), true)
+	if !r.JSONChecked() {
+		t.Error("a value a transform wrote as an object was not taken as checked")
+	}
+}
+
+// Guarantee: Lookup of up to 8 names allocates nothing (conditions run it
+// on every record).
+func TestLookupAllocatesNothing(t *testing.T) {
+	b := []byte(`{"a":1,"b":{"c":[2,3]},"d":"e","f":null,"g":true,"h":1.5,"i":"j","k":[]}`)
+	names := []string{"a", "b", "d", "f", "g", "h", "i", "k"}
+	vals, found := make([]record.Value, len(names)), make([]bool, len(names))
+	r := record.New(b)
+	if n := testing.AllocsPerRun(20, func() {
+		if err := r.Lookup(names, vals, found); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("Lookup of %d names allocated %v times", len(names), n)
+	}
+	for i, f := range found {
+		if !f {
+			t.Errorf("%s not found", names[i])
+		}
+	}
+}
+
+// Guarantee: Fields decodes an object as encoding/json does (numbers as
+// float64), and refuses a value that is not JSON or not an object.
+func TestFields(t *testing.T) {
+	r := record.New([]byte(`{"a":1,"b":"x"}`))
+	m, err := r.Fields()
+	if err != nil || len(m) != 2 || m["a"] != 1.0 || m["b"] != "x" {
+		t.Errorf("Fields = %v, %v", m, err)
+	}
+	r = record.New([]byte(`[1]`))
+	if _, err := r.Fields(); err != record.ErrNotObject {
+		t.Errorf("Fields of an array: %v", err)
+	}
+	r = record.New([]byte(`{"a"`))
+	if _, err := r.Fields(); err == nil || !strings.HasPrefix(err.Error(), "record: value is not JSON: ") {
+		t.Errorf("Fields of bad JSON: %v", err)
+	}
+}
