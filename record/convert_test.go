@@ -45,6 +45,8 @@ func TestFromGo(t *testing.T) {
 		{1500 * time.Millisecond, `"1.5s"`, record.Duration},
 		{json.Number("12.50"), `12.50`, record.Number},
 		{json.Number("-0"), `-0`, record.Number},
+		{json.Number("0.5"), `0.5`, record.Number},
+		{json.Number("9"), `9`, record.Number},
 		{json.Number("9e999"), `9e999`, record.Number},
 		{[]any{1, "x", nil, []any{true}}, `[1,"x",null,[true]]`, record.Array},
 		{[]any{}, `[]`, record.Array},

@@ -347,6 +347,7 @@ func TestStringsRoundTrip(t *testing.T) {
 		{`"a b"`, "a b", `"a b"`},
 		{`""`, "", `""`},
 		{`"\u00C9\u00e9"`, "Éé", `"Éé"`},
+		{`"\u00DF\u00df\u00aF\u0090"`, "ßß¯\u0090", "\"ßß¯\u0090\""},
 		// Pairs: the first and last of each half, and halves that do not
 		// pair (a low one first, a high one before a character that is no
 		// low half).
