@@ -52,7 +52,7 @@ func TestComputedNumbersConvertOnlyExactly(t *testing.T) {
 		{1e17, 1e17, true},
 		{1 << 60, 0, false}, // prints as 1152921504606847000
 		{math.MaxInt64, 0, false},
-		{math.MinInt64, 0, false}, // -2^63 prints as -9223372036854775808's neighbour -9223372036854776000
+		{math.MinInt64, 0, false}, // the float64 -2^63 prints as -9223372036854776000
 	}
 	for _, c := range floats {
 		f, err := record.IntValue(c.i).Float()
