@@ -197,6 +197,11 @@ func (v Value) Int() (int64, error) {
 	case Int:
 		return int64(v.n), nil
 	case Float:
+		// Within ±2^53 an integral float64 is its own shortest form; beyond,
+		// its shortest form may be another integer (2^60).
+		if f := floatOf(v); f == math.Trunc(f) && math.Abs(f) <= 0x1p53 {
+			return int64(f), nil
+		}
 		if i, ok := decimalInt(shortestFloat(floatOf(v))); ok {
 			return i, nil
 		}
