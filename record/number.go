@@ -12,14 +12,23 @@ import (
 // A number read from a record is its literal. It is converted only when an
 // expression computes with it, and only exactly:
 //
-//   - Int gives an int64 for an integer literal (no fraction, no exponent)
-//     within int64's range.
+//   - Int gives an int64 for a literal whose decimal value is an integer
+//     within int64's range, however it is written (42, 1e3, 12.0,
+//     1.152921504606847e18). It reads the literal's digits, not the float64
+//     nearest them: that float64 can be another integer (2^60 for the last
+//     example).
 //   - Float gives a float64 when the float64 stands for the literal's exact
 //     decimal value in the usual sense: its shortest decimal form is the
 //     literal's value (0.1 is 0.1; 9007199254740993 and
 //     0.10000000000000000001 are not, as the nearest float64 prints
 //     otherwise).
 //   - Rat gives the exact value of any literal, for comparisons.
+//
+// A float64 that an expression computed stands, likewise, for its shortest
+// decimal form, the one it is written out as: 0.1 is 1/10, not the binary
+// fraction nearest it, and 2^60 is 1152921504606847000. So a float64 and a
+// literal of it convert and compare alike, and a number compares as it is
+// written.
 //
 // Anything else is an error that says so; nothing is rounded in silence.
 
@@ -155,21 +164,26 @@ func normDecimal(s string) (string, int) {
 	return all, exp
 }
 
-// Rat returns the exact value of a number, or an error for one whose
-// exponent is too large to expand (over a million digits).
+// Rat returns the exact value of a number, or an error for one too far
+// from 1 to expand: a value of over a million digits (10^1000000), or a
+// literal whose exponent is beyond a million (math/big's limit: 1e-1000001).
 func (v Value) Rat() (*big.Rat, error) {
 	switch v.kind {
 	case Int:
 		return new(big.Rat).SetInt64(int64(v.n)), nil
 	case Float:
-		return new(big.Rat).SetFloat64(math.Float64frombits(v.n)), nil
+		r, _ := new(big.Rat).SetString(shortestFloat(floatOf(v)))
+		return r, nil
 	case Number:
-		if _, exp := normDecimal(v.s); exp > 1e6 || exp < -1e6 {
-			return nil, fmt.Errorf("the number %s is too large to compare", shorten(v.s))
+		if _, exp := normDecimal(v.s); exp > 1e6 {
+			return nil, fmt.Errorf("the number %s is too large to compare (over a million digits)", shorten(v.s))
 		}
+		// A valid literal that math/big refuses has an exponent beyond its
+		// limit; a value that small has its first digit a million places
+		// after the point, so no bound of ours is needed below.
 		r, ok := new(big.Rat).SetString(v.s)
 		if !ok {
-			return nil, fmt.Errorf("the number %s does not parse", shorten(v.s))
+			return nil, fmt.Errorf("the number %s has an exponent too large to compare (beyond a million)", shorten(v.s))
 		}
 		return r, nil
 	}
@@ -179,16 +193,49 @@ func (v Value) Rat() (*big.Rat, error) {
 // Int returns a number as an int64, exactly, or an error saying why it
 // cannot be one.
 func (v Value) Int() (int64, error) {
-	form, i, f := v.Form()
-	switch form {
-	case IntForm:
-		return i, nil
-	case FloatForm:
-		if f == math.Trunc(f) && f >= -0x1p63 && f < 0x1p63 {
+	switch v.kind {
+	case Int:
+		return int64(v.n), nil
+	case Float:
+		// Within ±2^53 an integral float64 is its own shortest form; beyond,
+		// its shortest form may be another integer (2^60).
+		if f := floatOf(v); f == math.Trunc(f) && math.Abs(f) <= 0x1p53 {
 			return int64(f), nil
+		}
+		if i, ok := decimalInt(shortestFloat(floatOf(v))); ok {
+			return i, nil
+		}
+	case Number:
+		if i, ok := parseIntLiteral(v.s); ok {
+			return i, nil
+		}
+		if i, ok := decimalInt(v.s); ok {
+			return i, nil
 		}
 	}
 	return 0, fmt.Errorf("%s %w as an int64", shorten(v.Literal()), ErrNotExact)
+}
+
+// decimalInt returns the value of the number literal s if it is an integer
+// within int64's range, written with an exponent or a fraction.
+func decimalInt(s string) (int64, bool) {
+	digits, exp := normDecimal(s)
+	if digits == "" {
+		return 0, true
+	}
+	if exp < len(digits) || exp > 19 {
+		return 0, false // a fraction, or more than 19 digits
+	}
+	var buf [20]byte
+	b := buf[:0]
+	if s[0] == '-' {
+		b = append(b, '-')
+	}
+	b = append(b, digits...)
+	for range exp - len(digits) {
+		b = append(b, '0')
+	}
+	return parseIntLiteral(string(b))
 }
 
 // Float returns a number as a float64, exactly (see the comment at the top
@@ -204,6 +251,13 @@ func (v Value) Float() (float64, error) {
 		}
 	}
 	return 0, fmt.Errorf("%s %w as a float64", shorten(v.Literal()), ErrNotExact)
+}
+
+// shortestFloat returns the shortest decimal form of f, the number f stands
+// for.
+func shortestFloat(f float64) string {
+	var buf [32]byte
+	return string(strconv.AppendFloat(buf[:0], f, 'e', -1, 64))
 }
 
 // intToFloat converts i to the float64 that stands for it exactly, if any:

@@ -49,6 +49,13 @@ var lookupCorpus = []string{
 	`{"t":true,"f":false,"n":null,"s":"","e":[],"o":{}}`,
 	`{"a":[1,"x",null,true,{"b":[]}]}`,
 	`{"a":` + strings.Repeat("[", 1100) + strings.Repeat("]", 1100) + `}`,
+	// The hex digits of an escape, at each end of each range.
+	`{"a":"\u09aA\ufFFf","b":"\u0000"}`,
+	// Containers are tracked 64 to a word: objects at the end of the
+	// first word (the 63rd and 64th levels) inside arrays, and objects
+	// and arrays beyond the four words kept without allocating.
+	`{"a":` + strings.Repeat("[", 62) + `{"a":{"a":1,"b":2},"b":3}` + strings.Repeat("]", 62) + `}`,
+	strings.Repeat(`{"a":`, 200) + strings.Repeat("[1,", 100) + `{"b":1,"c":2}` + strings.Repeat("]", 100) + strings.Repeat("}", 200),
 	// Rejected by encoding/json.
 	``,
 	`   `,
@@ -90,6 +97,12 @@ var lookupCorpus = []string{
 	`{"a":"\q"}`,
 	`{"a":"\u12"}`,
 	`{"a":"\u12g4"}`,
+	`{"a":"\u00/0"}`,
+	`{"a":"\u00:0"}`,
+	`{"a":"\u00@0"}`,
+	`{"a":"\u00G0"}`,
+	"{\"a\":\"\\u00`0\"}",
+	`{"a":"\u00g0"}`,
 	"{\"a\":\"x\x01y\"}",
 	"{\"a\x1f\":1}",
 	"\xef\xbb\xbf{\"a\":1}",
@@ -267,6 +280,31 @@ func TestNumbersConvertOnlyExactly(t *testing.T) {
 		{"1e-400", 0, false, 0, false},
 		{"123456789012345678901234567890", 0, false, 0, false},
 		{"1e19", 0, false, 1e19, true},
+		// Integers written with an exponent or a fraction convert to
+		// their decimal value, not to the float64 nearest it.
+		{"1.152921504606847e18", 1152921504606847000, true, 1.152921504606847e18, true}, // the float64 is 2^60, 1152921504606846976
+		{"1.2345678901234567e18", 1234567890123456700, true, 0, false},
+		{"9.223372036854775807e18", 9223372036854775807, true, 0, false},
+		{"-9.223372036854776e18", 0, false, -9.223372036854776e18, true}, // the float64 is -2^63, the literal is beyond it
+		{"-1.5e3", -1500, true, -1500, true},
+		{"12.0", 12, true, 12, true},
+		{"-0.0", 0, true, 0, true},
+		{"1e-2", 0, false, 0.01, true},
+		// Plain integers: a negative one, and a short one that sorts after
+		// 2^63 as text (only 19 digits can reach it).
+		{"-42", -42, true, -42, true},
+		{"99", 99, true, 99, true},
+		// Beyond 2^53, an integer is a float64 when its float64 prints as
+		// the same integer, all its digits included.
+		{"123000000000000000", 123000000000000000, true, 1.23e17, true},
+		// More than 15 digits: exact when the literal is its float64's
+		// shortest form, leading zeros aside.
+		{"0.30000000000000004", 0, false, 0.30000000000000004, true},
+		{"2.2250738585072014e-308", 0, false, 0x1p-1022, true},
+		{"1.7976931348623157e308", 0, false, 1.7976931348623157e308, true},
+		// Subnormals hold fewer digits than normal numbers.
+		{"5e-324", 0, false, 5e-324, true},
+		{"1.2345e-320", 0, false, 0, false},
 	}
 	for _, c := range cases {
 		v := record.NumberLiteral(c.lit)
@@ -306,6 +344,18 @@ func TestStringsRoundTrip(t *testing.T) {
 		{"\"\xff\xfe\"", "\xff\xfe", "\"\xff\xfe\""},
 		{`"a\"b\\c\/d\b\f\n\r\t\u0001"`, "a\"b\\c/d\b\f\n\r\t\x01", `"a\"b\\c/d\b\f\n\r\t\u0001"`},
 		{`"<&>\u2028"`, "<&>\u2028", "\"<&>\u2028\""},
+		{`"a b"`, "a b", `"a b"`},
+		{`""`, "", `""`},
+		{`"\u00C9\u00e9"`, "Éé", `"Éé"`},
+		{`"\u00DF\u00df\u00aF\u0090"`, "ßß¯\u0090", "\"ßß¯\u0090\""},
+		// Pairs: the first and last of each half, and halves that do not
+		// pair (a low one first, a high one before a character that is no
+		// low half).
+		{`"\ud800\udc00"`, "\U00010000", "\"\U00010000\""},
+		{`"\udbff\udfff"`, "\U0010ffff", "\"\U0010ffff\""},
+		{`"\udc00\udc00"`, "\xed\xb0\x80\xed\xb0\x80", `"\udc00\udc00"`},
+		{`"\ud800\ue000"`, "\xed\xa0\x80\ue000", "\"\\ud800\ue000\""},
+		{`"\ud800\ud800"`, "\xed\xa0\x80\xed\xa0\x80", `"\ud800\ud800"`},
 	}
 	for _, c := range cases {
 		v, err := record.ParseValue([]byte(c.in))
@@ -320,6 +370,29 @@ func TestStringsRoundTrip(t *testing.T) {
 		}
 		if got := string(record.AppendString(nil, v.Text())); got != c.out {
 			t.Errorf("%q: encoded text %q, want %q", c.in, got, c.out)
+		}
+	}
+}
+
+// Guarantee: AppendString escapes what JSON requires (the quote, the
+// backslash, control characters) and the three bytes a lone surrogate
+// decodes to, and writes every other byte as it is, including bytes that
+// only look like the start of a surrogate.
+func TestAppendStringEscapesOnlyWhatItMust(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{" ~\x7f", "\" ~\x7f\""},
+		{"\x00\x1f\"\\", `"\u0000\u001f\"\\"`},
+		{"\xed\xa0\x80", `"\ud800"`},
+		{"\xed\xbf\xbf", `"\udfff"`},
+		{"x\xed\xa0", "\"x\xed\xa0\""},
+		{"\xed\xa0", "\"\xed\xa0\""},
+		{"\xed\x9f\xbf", "\"\xed\x9f\xbf\""}, // U+D7FF, the character before the surrogates
+		{"\xed\xa0\xc0", "\"\xed\xa0\xc0\""},
+		{"\xed\xa0\x7f", "\"\xed\xa0\x7f\""},
+	}
+	for _, c := range cases {
+		if got := string(record.AppendString([]byte("x:"), c.in)); got != "x:"+c.want {
+			t.Errorf("AppendString(%q) = %q, want %q", c.in, got, "x:"+c.want)
 		}
 	}
 }
@@ -354,5 +427,105 @@ func TestSetFieldsKeepsBytes(t *testing.T) {
 	}
 	if err := r.CheckJSON(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Guarantee: CheckJSON refuses a value that is not JSON, however often it
+// is asked, and remembers only a value found to be JSON; a Lookup or Index
+// that failed on bad syntax does not mark the value as checked, one that
+// found JSON that is not an object does.
+func TestCheckJSONRemembersOnlyJSON(t *testing.T) {
+	names := []string{"a"}
+	vals, found := make([]record.Value, 1), make([]bool, 1)
+	lookup := func(r *record.Record) error { return r.Lookup(names, vals, found) }
+	index := func(r *record.Record) error { return r.Index(record.NewObj()) }
+	object := func(r *record.Record) error { _, err := r.Object(); return err }
+	for _, c := range []struct {
+		value  string
+		read   func(r *record.Record) error
+		valid  bool // the value is JSON
+		object bool // the value is a JSON object
+	}{
+		{`{"a":`, lookup, false, false},
+		{`{"a":`, index, false, false},
+		{`{"a":`, object, false, false},
+		{`[1]`, lookup, true, false},
+		{`[1]`, index, true, false},
+		{`"x"`, object, true, false},
+		{`{"a":1}`, lookup, true, true},
+		{`{"a":1}`, index, true, true},
+		{`{"a":1}`, object, true, true},
+	} {
+		r := record.New([]byte(c.value))
+		if r.JSONChecked() {
+			t.Errorf("%s: checked before anything read it", c.value)
+		}
+		err := c.read(&r)
+		var se *record.SyntaxError
+		switch {
+		case c.object && err != nil,
+			c.valid && !c.object && err != record.ErrNotObject,
+			!c.valid && !errors.As(err, &se):
+			t.Errorf("%s: read error %v", c.value, err)
+		}
+		if r.JSONChecked() != c.valid {
+			t.Errorf("%s: JSONChecked = %v after a read that gave %v", c.value, r.JSONChecked(), err)
+		}
+		for range 2 {
+			if err := r.CheckJSON(); (err == nil) != c.valid {
+				t.Errorf("%s: CheckJSON = %v", c.value, err)
+			}
+		}
+		if r.JSONChecked() != c.valid {
+			t.Errorf("%s: JSONChecked = %v after CheckJSON", c.value, r.JSONChecked())
+		}
+	}
+	r := record.New([]byte(`{"a":1}`))
+	r.Replace([]byte(`{`), false)
+	if r.JSONChecked() || r.CheckJSON() == nil {
+		t.Error("a value a transform wrote, not said to be an object, was taken as checked")
+	}
+	r.Replace([]byte(`{"b":2}`), true)
+	if !r.JSONChecked() {
+		t.Error("a value a transform wrote as an object was not taken as checked")
+	}
+}
+
+// Guarantee: Lookup of up to 8 names allocates nothing (conditions run it
+// on every record).
+func TestLookupAllocatesNothing(t *testing.T) {
+	b := []byte(`{"a":1,"b":{"c":[2,3]},"d":"e","f":null,"g":true,"h":1.5,"i":"j","k":[]}`)
+	names := []string{"a", "b", "d", "f", "g", "h", "i", "k"}
+	vals, found := make([]record.Value, len(names)), make([]bool, len(names))
+	r := record.New(b)
+	if n := testing.AllocsPerRun(20, func() {
+		if err := r.Lookup(names, vals, found); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("Lookup of %d names allocated %v times", len(names), n)
+	}
+	for i, f := range found {
+		if !f {
+			t.Errorf("%s not found", names[i])
+		}
+	}
+}
+
+// Guarantee: Fields decodes an object as encoding/json does (numbers as
+// float64), and refuses a value that is not JSON or not an object.
+func TestFields(t *testing.T) {
+	r := record.New([]byte(`{"a":1,"b":"x"}`))
+	m, err := r.Fields()
+	if err != nil || len(m) != 2 || m["a"] != 1.0 || m["b"] != "x" {
+		t.Errorf("Fields = %v, %v", m, err)
+	}
+	r = record.New([]byte(`[1]`))
+	if _, err := r.Fields(); err != record.ErrNotObject {
+		t.Errorf("Fields of an array: %v", err)
+	}
+	r = record.New([]byte(`{"a"`))
+	if _, err := r.Fields(); err == nil || !strings.HasPrefix(err.Error(), "record: value is not JSON: ") {
+		t.Errorf("Fields of bad JSON: %v", err)
 	}
 }

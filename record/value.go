@@ -166,8 +166,11 @@ func (v Value) Literal() string {
 	return ""
 }
 
-// Raw returns the JSON text v was read from, and false for a value that was
-// computed or built (it has no text of its own until it is encoded).
+// Raw returns the JSON text v was read from, where v keeps it: a number's
+// literal, an object or array read and not changed, a string read with
+// escapes. It returns false for a value that was computed or built (it has
+// no text of its own until it is encoded), and for a string read without
+// escapes, which is held as its text (and written back as it was read).
 func (v Value) Raw() (string, bool) {
 	switch {
 	case v.kind == Number && v.raw, v.kind == Object && v.raw, v.kind == Array && v.raw:
