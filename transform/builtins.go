@@ -202,6 +202,12 @@ func toGoArg(name string, v record.Value) (any, error) {
 func toInt(v record.Value) (record.Value, error) {
 	switch v.Kind() {
 	case record.Int, record.Float, record.Number:
+		// A number whose value is an integer is that integer, read from
+		// its digits (1.152921504606847e18 is not the float64 nearest it,
+		// 2^60); only a fraction is truncated.
+		if i, err := v.Int(); err == nil {
+			return record.IntValue(i), nil
+		}
 		form, i, x := v.Form()
 		switch form {
 		case record.IntForm:

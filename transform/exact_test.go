@@ -37,7 +37,7 @@ func setResult(t *testing.T, src, value string) (string, error) {
 // values in weir's words.
 func TestExpressionsAreExactOrFail(t *testing.T) {
 	const rec = `{"a":2,"top":9223372036854775807,"bottom":-9223372036854775808,"big":12345678901234567891,` +
-		`"odd":9007199254740993,"f":2.5,"tenth":0.1,"tiny":0.10000000000000000001,"s":"42","txt":"x","n":null,"whole":7.0,"e":1e19}`
+		`"odd":9007199254740993,"f":2.5,"tenth":0.1,"tiny":0.10000000000000000001,"s":"42","txt":"x","n":null,"whole":7.0,"e":1e19,"exp":1.152921504606847e18}`
 	cases := []struct {
 		src, want, err string // want: the member as written; err: part of the record error
 	}{
@@ -68,6 +68,7 @@ func TestExpressionsAreExactOrFail(t *testing.T) {
 		{`int(e)`, "", `int(1e19): 1e19 is out of the int64 range`},
 		{`int(1e19)`, "", `is out of the int64 range`},
 		{`int(-9.9)`, "-9", ""},
+		{`int(exp)`, "1152921504606847000", ""}, // the literal's value, not its nearest float64 (2^60)
 		{`int(f)`, "2", ""},
 		{`int(s)`, "42", ""},
 		{`int(txt)`, "", `int("x"): the string is not an integer`},
