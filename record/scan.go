@@ -370,6 +370,10 @@ func lookupObject(b []byte, names []string, raw [][]byte) error {
 		}
 		return ErrNotObject
 	}
+	if len(b) > 1<<31-1 {
+		// Member offsets are 32 bits, as in indexObject.
+		return &SyntaxError{Offset: 0, Msg: "a value over 2 GiB"}
+	}
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return trailing(b, i+1)
