@@ -204,6 +204,7 @@ func (s *Source) startSnapshot(ctx context.Context, tables []string, states map[
 					q, len(st.Key), len(t.rel.key), s.store.Path())
 			}
 			t.next, t.lastKey = st.Rows, st.Key
+			s.log.Info("pgcdc: resuming a table's snapshot after its committed rows", "table", q, "rows", st.Rows)
 		}
 		t.committed = t.next
 		t.keys[t.next] = t.lastKey
@@ -284,6 +285,7 @@ func (s *Source) pollSnapshot(ctx context.Context, b *connector.Batch) (bool, er
 		}
 		t.next += int64(n)
 		if n < s.snap.chunk {
+			s.log.Info("pgcdc: table read to its end", "table", t.qualified, "rows", t.next)
 			t.read = true
 			s.mu.Lock()
 			t.final, t.finalSet = t.next, true

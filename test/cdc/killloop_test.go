@@ -391,6 +391,25 @@ func TestKillLoop(t *testing.T) {
 func TestKillLoopUnsafeVariantIsCaught(t *testing.T) {
 	bin := weirtest.BuildTemp(t, "unsafe_confirm")
 	sc := newKillScenario(t, bin, []string{"WEIR_UNSAFE_CONFIRM=1"}, 200, 500)
+	// Groups made durable only once a second: what the variant confirms at
+	// a status update (every 200 ms) stays undelivered for most of a
+	// second, so that most kills land in that window. With the test's
+	// usual 60 ms groups a kill had to fall within about 100 ms of an
+	// update, and 20 kills sometimes all missed it. No snapshot: its rows
+	// would be committed only after that second, and the stream, which is
+	// what the variant breaks, starts only then.
+	cfg, err := os.ReadFile(sc.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := strings.Replace(string(cfg), "batch: { max_records: 400, max_age: 60ms }", "batch: { max_records: 100000, max_age: 1s }", 1)
+	slow = strings.Replace(slow, "    snapshot_chunk_rows:", "    snapshot: never\n    snapshot_chunk_rows:", 1)
+	if !strings.Contains(slow, "max_age: 1s") || !strings.Contains(slow, "snapshot: never") {
+		t.Fatal("the pipeline's settings are not where the test looks for them")
+	}
+	if err := os.WriteFile(sc.cfg, []byte(slow), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))
 	// A kill catches the variant only when it lands while something
 	// received is not yet durable: kill until one does, at most 20 times.
@@ -439,13 +458,27 @@ func TestKillDuringSnapshot(t *testing.T) {
 		// machine.
 		sc.absorb()
 		base := len(sc.reads)
-		pgcdctest.Poll(t, 60*time.Second, "snapshot rows in the output", func() bool {
+		deadline := time.Now().Add(60 * time.Second)
+		for {
 			if p.exited() {
 				t.Fatalf("weir exited: %v\n%s", p.err, lastLines(logPath, 30))
 			}
 			sc.absorb()
-			return loggedSince(logPath, logged, "pgcdc: snapshot") && len(sc.reads) >= base+rows/10
-		})
+			if loggedSince(logPath, logged, "pgcdc: snapshot") && len(sc.reads) >= base+rows/10 {
+				break
+			}
+			if loggedSince(logPath, logged, "snapshot complete") {
+				// Fewer rows than a tenth were left: this run read them
+				// all (the kill below is after the snapshot, and ends the
+				// loop).
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %d: waited 60s for %d more snapshot rows in the output (%d so far); its log:\n%s",
+					kill, rows/10, len(sc.reads)-base, lastLines(logPath, 40))
+			}
+			time.Sleep(10 * time.Millisecond) // polling the output files
+		}
 		p.kill(t)
 		sc.kills++
 		done := loggedSince(logPath, logged, "snapshot complete")
