@@ -113,7 +113,10 @@ for arg in "$@"; do
       echo "note: $pkg: listed as equivalent in $equivalents but did not live: $line"
   done < <(sed -nE "s/^\| \`$pkg\` \| \`(LIVED [A-Z_]+ at [^\`]+)\` \|.*/\1/p" "$equivalents")
 
-  if [ "${verdict%%:*}" != ok ] || [ ${#unlisted[@]} -gt 0 ]; then
+  if [ ${#unlisted[@]} -gt 0 ] && [ "${verdict%%:*}" = ok ]; then
+    verdict="FAIL: ${#unlisted[@]} lived mutants not listed as equivalent; ${verdict#ok: }"
+  fi
+  if [ "${verdict%%:*}" != ok ]; then
     failed=1
   fi
   for line in "${unlisted[@]}"; do
