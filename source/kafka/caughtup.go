@@ -19,7 +19,11 @@ package kafka
 // max_age), one missed leaves the group to max_age, as without the claim.
 // A partition whose newest offsets are transaction markers, which the
 // client does not hand out as records, looks behind until a record follows
-// them; its groups wait for max_age.
+// them; its groups wait for max_age. A partition not fetched yet does not
+// count as behind (an idle partition is never fetched with records), so a
+// claim can come before a partition's first fetch; since the runtime
+// honours one claim per max_age, that partition's first group may then wait
+// for max_age.
 
 // noteFetched records where a partition stands after a fetch that returned
 // records up to last: behind its high watermark hw, or caught up with it.

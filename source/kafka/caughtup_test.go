@@ -207,11 +207,14 @@ func TestFetchBuffersFollowTheInFlightLimit(t *testing.T) {
 // durable and committed without waiting. The
 // runtime hands the source its in-flight byte limit before Open, so the
 // client's fetches are sized from max_in_flight_bytes with no other option.
+// One partition: with two, the client may fetch the second only after the
+// source claimed it caught up with the first, and the runtime honours one
+// claim per max_age (see caughtup.go), so the second would wait the hour.
 func TestPipelineFlushesWhenKafkaCaughtUp(t *testing.T) {
 	ctx := testCtx(t)
-	c := kafkatest.Fake(t, "t", 2)
+	c := kafkatest.Fake(t, "t", 1)
 	cl := kafkatest.Client(t, c.ListenAddrs())
-	kafkatest.Produce(ctx, t, cl, "t", 2, 30)
+	kafkatest.Produce(ctx, t, cl, "t", 1, 60)
 
 	cfg := kafka.NewConfig()
 	cfg.Brokers = c.ListenAddrs()
@@ -240,7 +243,7 @@ func TestPipelineFlushesWhenKafkaCaughtUp(t *testing.T) {
 		}
 	}()
 
-	waitCommitted(ctx, t, cl, "g", "t", 30, 30)
+	waitCommitted(ctx, t, cl, "g", "t", 60)
 	if n := len(mem.Values()); n != 60 {
 		t.Fatalf("%d records durable, want 60", n)
 	}
