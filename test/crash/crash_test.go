@@ -32,7 +32,7 @@ const (
 	linesPerFile = 1 << 18 // 4 × 262,144 ≈ 1.05M lines
 	// Kills land uniformly between these delays after each start.
 	minKillDelay = 30 * time.Millisecond
-	maxKillDelay = 500 * time.Millisecond
+	maxKillDelay = 200 * time.Millisecond
 )
 
 // The pipeline under test. The filter drops ids divisible by 5; flat_map
