@@ -73,14 +73,7 @@ func TestSIGHUPReloads(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
 	cfg := write(t, filepath.Join(dir, "p.yaml"), fmt.Sprintf(genConfig, out))
-	stderr := &weirtest.SyncBuffer{}
-	cmd := exec.Command(bin, "run", "-c", cfg)
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	cmd, stderr, done := startRun(t, bin, cfg)
 	t.Cleanup(func() {
 		// A failed check leaves weir running: stop it before the
 		// temporary directory goes.
@@ -133,14 +126,7 @@ sinks:
 checkpoint: { commit_interval: 100ms, shutdown_timeout: 1m }
 metrics: { address: "off" }
 `, dir))
-	stderr := &weirtest.SyncBuffer{}
-	cmd := exec.Command(bin, "run", "-c", cfg)
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	cmd, stderr, done := startRun(t, bin, cfg)
 	// Once it wrote, the directory vanishes: a file takes its place, and
 	// every write fails from then on.
 	out := filepath.Join(dir, "out")
@@ -226,14 +212,7 @@ func TestFullDiskHaltsVisibly(t *testing.T) {
 	input(t, filepath.Join(dir, "in", "a.ndjson"), 5000)
 	addr := freePort(t)
 	cfg := write(t, filepath.Join(dir, "p.yaml"), fmt.Sprintf(fullDiskConfig, dir, small, "", "", addr))
-	stderr := &weirtest.SyncBuffer{}
-	cmd := exec.Command(bin, "run", "-c", cfg)
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	_, stderr, done := startRun(t, bin, cfg)
 	var ready struct {
 		Ready   bool `json:"ready"`
 		Reasons []struct {
@@ -362,14 +341,7 @@ sinks:
 checkpoint: { commit_interval: 100ms }
 metrics: { address: "off" }
 `, dir))
-	stderr := &weirtest.SyncBuffer{}
-	cmd := exec.Command(bin, "run", "-c", cfg)
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	cmd, stderr, done := startRun(t, bin, cfg)
 	flaky, saved := filepath.Join(dir, "flaky"), filepath.Join(dir, "flaky.saved")
 	weirtest.WaitFor(t, "the flaky sink writes", 30*time.Second, func() bool {
 		m, _ := filepath.Glob(filepath.Join(flaky, "*", "*.ndjson"))
@@ -440,4 +412,19 @@ func ids(t *testing.T, root string) map[int]int {
 		}
 	}
 	return seen
+}
+
+// startRun starts `weir run -c cfg` with its stderr captured; done receives
+// what Wait returns (it has room for one more value).
+func startRun(t *testing.T, bin, cfg string) (*exec.Cmd, *weirtest.SyncBuffer, chan error) {
+	t.Helper()
+	stderr := &weirtest.SyncBuffer{}
+	cmd := exec.Command(bin, "run", "-c", cfg)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	return cmd, stderr, done
 }
