@@ -40,7 +40,7 @@ func TestFullExample(t *testing.T) {
 	}
 	wantSources := []pipeline.SourceSpec{{
 		Name: "orders", Source: &testSource{name: "orders", cfg: wantSrcCfg},
-		MaxInFlightBatches: 64, MaxInFlightBytes: 16 << 20,
+		MaxInFlightBatches: 64, MaxInFlightBytes: 16 << 20, Settings: wantSrcCfg,
 	}}
 	if !reflect.DeepEqual(spec.Sources, wantSources) {
 		t.Errorf("sources:\n got %+v\nwant %+v", spec.Sources, wantSources)

@@ -226,4 +226,5 @@ func (p *pipelineFile) readSource(k, v *yaml.Node, field string) {
 		return
 	}
 	p.spec.Sources[idx].Source = src
+	p.spec.Sources[idx].Settings = cfg
 }

@@ -150,6 +150,28 @@ type ReadAheadLimiter interface {
 	LimitReadAhead(inFlightBytes int64)
 }
 
+// Detacher is an optional interface for a source that can be handed from one
+// run of a pipeline to the next, as a reload that leaves the source's
+// settings unchanged does, without giving up what it owns: a Kafka member
+// stays in its group with its partitions, so the group does not rebalance.
+//
+// The runtime calls Detach in place of Close, at the end of a run that
+// stopped cleanly and was asked to hand the source on: after the last Poll
+// returned and the final commit. From then on until Reattach the source has
+// no Host: it must not call the old one, and it forgets partitions it loses
+// meanwhile (their positions were committed by the final commit, or are read
+// again by their next owner). The next run calls Reattach in place of Open
+// with its own Host; the source then reports each partition it still owns
+// through h.Assign, at the position the last run committed for it (not where
+// its reading had got to: what was read past the committed position is read
+// again), and goes on. A source that is not taken by a next run is closed
+// with Close. LimitReadAhead is not called again: the settings are the same.
+type Detacher interface {
+	Source
+	Detach(ctx context.Context) error
+	Reattach(ctx context.Context, h Host) error
+}
+
 // ErrTooLarge is wrapped by a sink's error when a group is too large to be
 // written as one (more than a broker or a server accepts at once). The
 // runtime then writes the group again in smaller parts, down to one record,

@@ -16,6 +16,7 @@ type options struct {
 	interval time.Duration
 	report   func(*Report)
 	mux      *http.ServeMux
+	handover *Handover
 	hooks    testHooks
 }
 

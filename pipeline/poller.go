@@ -33,14 +33,25 @@ func (s *sourceRunner) putBatch(b *connector.Batch) {
 // source fails; the runtime then closes the workers' input.
 func (s *sourceRunner) poll(pollCtx, hardCtx context.Context) {
 	s.pollCtx = pollCtx
-	if l, ok := s.src.(connector.ReadAheadLimiter); ok {
-		l.LimitReadAhead(s.spec.MaxInFlightBytes)
-	}
-	if err := s.src.Open(pollCtx, s); err != nil {
-		if pollCtx.Err() == nil {
-			s.rt.fail(fmt.Errorf("pipeline: source %s: open: %w", s.spec.Name, err))
+	if d, ok := s.src.(connector.Detacher); ok && s.reattach {
+		// Handed on by the run before (handover.go): its read-ahead limit
+		// is the same, and it is open already.
+		if err := d.Reattach(pollCtx, s); err != nil {
+			if pollCtx.Err() == nil {
+				s.rt.fail(fmt.Errorf("pipeline: source %s: reattach: %w", s.spec.Name, err))
+			}
+			return
 		}
-		return
+	} else {
+		if l, ok := s.src.(connector.ReadAheadLimiter); ok {
+			l.LimitReadAhead(s.spec.MaxInFlightBytes)
+		}
+		if err := s.src.Open(pollCtx, s); err != nil {
+			if pollCtx.Err() == nil {
+				s.rt.fail(fmt.Errorf("pipeline: source %s: open: %w", s.spec.Name, err))
+			}
+			return
+		}
 	}
 	s.opened.Store(true)
 	s.rewindMu.Lock()

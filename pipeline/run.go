@@ -190,10 +190,14 @@ func (rt *runtime) open(ctx context.Context) (server, error) {
 	}
 	rt.stallBy = make([][]Stall, len(sp.Sources))
 	rt.byName = map[string]*sourceRunner{}
+	if h := rt.o.handover; h != nil {
+		h.begin()
+	}
 	for i, ss := range sp.Sources {
 		rt.sources = append(rt.sources, newSourceRunner(rt, i, ss))
 		rt.byName[ss.Name] = rt.sources[i]
 	}
+	rt.takeHandedOn(ctx)
 	rt.unfinished.Store(int64(len(rt.sources)))
 	rt.workers = make([]*worker, goruntime.GOMAXPROCS(0))
 	for i := range rt.workers {
@@ -203,6 +207,7 @@ func (rt *runtime) open(ctx context.Context) (server, error) {
 	// The endpoints read the runners: they start once the runners exist.
 	srv, err := rt.serve(sp.Metrics.Address)
 	if err != nil {
+		rt.closeHandedOn(ctx)
 		return server{}, err
 	}
 	for i, s := range rt.sinks {
@@ -211,6 +216,7 @@ func (rt *runtime) open(ctx context.Context) (server, error) {
 				_ = o.spec.Sink.Close(context.WithoutCancel(ctx))
 			}
 			srv.stop()
+			rt.closeHandedOn(ctx)
 			return server{}, fmt.Errorf("pipeline: sink %s: open: %w", s.spec.Name, err)
 		}
 	}
@@ -321,7 +327,11 @@ func (rt *runtime) closeAll(ctx context.Context) []error {
 	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rt.g.spec.Checkpoint.ShutdownTimeout)
 	defer cancel()
 	var errs []error
+	clean := rt.firstErr() == nil && rt.incomplete() == nil
 	for _, s := range rt.sources {
+		if clean && rt.handOn(closeCtx, s) {
+			continue
+		}
 		if err := s.src.Close(closeCtx); err != nil {
 			errs = append(errs, fmt.Errorf("pipeline: source %s: close: %w", s.spec.Name, err))
 		}

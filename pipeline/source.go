@@ -20,9 +20,12 @@ type sourceRunner struct {
 	idx  int
 	spec SourceSpec
 	src  connector.Source
-	log  *slog.Logger
-	cp   *checkpoint.Checkpointer
-	pol  *policy.Policy // the checkpointer goroutine's
+	// reattach: src was handed on by the run before, open and detached
+	// (handover.go); poll reattaches it instead of opening it.
+	reattach bool
+	log      *slog.Logger
+	cp       *checkpoint.Checkpointer
+	pol      *policy.Policy // the checkpointer goroutine's
 	// reach lists the sinks the source's records can reach (stalls.go); the
 	// checkpointer goroutine's.
 	reach []int

@@ -36,6 +36,11 @@ type SourceSpec struct {
 	// default.
 	MaxInFlightBatches int
 	MaxInFlightBytes   int64
+	// Settings are the connector's options as the configuration gave them
+	// (the decoded config struct), or nil when unknown. A reload compares
+	// them (SameSource) to hand a source whose settings did not change on
+	// to the next run; nil is never equal to anything.
+	Settings any
 }
 
 // TransformSpec is one transform. Exactly one of Transform and Router is set.

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/weir-etl/weir/config"
+	"github.com/weir-etl/weir/pipeline"
 	"go.uber.org/goleak"
 )
 
@@ -192,5 +195,63 @@ func TestReloadUnderLoad(t *testing.T) {
 		if !strings.Contains(stderr.String(), w) {
 			t.Errorf("stderr lacks %q:\n%s", w, stderr)
 		}
+	}
+}
+
+// Guarantee: a reload hands on exactly the Kafka sources whose settings
+// did not change; a file source is always stopped and started.
+func TestReloadKeepsUnchangedSources(t *testing.T) {
+	const base = `
+sources:
+  orders:
+    type: kafka
+    brokers: [127.0.0.1:9092]
+    group: g
+    topics: [orders]
+  audit:
+    type: kafka
+    brokers: [127.0.0.1:9092]
+    group: g2
+    topics: [audit]
+  files:
+    type: file
+    paths: [/tmp/in/*.log]
+    data_dir: /tmp/state
+transforms:
+  tag: { type: map, inputs: [orders, audit, files], set: { v: '1' } }
+sinks:
+  out: { type: stdout, inputs: [tag] }
+`
+	parse := func(y string) *pipeline.Spec {
+		t.Helper()
+		sp, err := config.Parse("weir.yaml", []byte(y))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sp
+	}
+	running := parse(base)
+	for _, tc := range []struct {
+		name string
+		edit func(string) string
+		want []string
+	}{
+		{"nothing changed", func(s string) string { return s }, []string{"orders", "audit"}},
+		{"a transform changed", func(s string) string { return strings.Replace(s, "v: '1'", "v: '2'", 1) }, []string{"orders", "audit"}},
+		{"an option of one source", func(s string) string { return strings.Replace(s, "topics: [audit]", "topics: [audit, more]", 1) }, []string{"orders"}},
+		{"an option set to its default", func(s string) string {
+			return strings.Replace(s, "group: g\n", "group: g\n    max_poll_records: 10000\n", 1)
+		}, []string{"orders", "audit"}},
+		{"an in-flight limit", func(s string) string {
+			return strings.Replace(s, "group: g2\n", "group: g2\n    max_in_flight_batches: 3\n", 1)
+		}, []string{"orders"}},
+		{"a source renamed", func(s string) string { return strings.ReplaceAll(s, "orders", "sales") }, []string{"audit"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := unchangedSources(running, parse(tc.edit(base)))
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("kept %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -53,9 +53,10 @@ SIGHUP, or with --watch a change of the file, reloads the configuration: the
 new one is loaded and validated first, and if it has a problem weir logs
 every problem and goes on with the one it runs. Otherwise the running
 pipeline stops as on SIGTERM (polling stops, what is in flight is written
-and committed) and the new one starts from the committed positions. Every
-source is stopped and started again, also one whose settings did not
-change; a Kafka source rejoins its group. The HTTP endpoints restart with
+and committed) and the new one starts from the committed positions. A
+Kafka source whose settings did not change is handed to the new pipeline
+instead: it stays in its group with its partitions (no rebalance); every
+other source is stopped and started again. The HTTP endpoints restart with
 the pipeline, so an open weir tap ends. --set flags apply to every reload;
 a configuration read from stdin cannot be reloaded.
 
@@ -146,6 +147,8 @@ type runner struct {
 
 	// stop stops the running pipeline (graceful, as on SIGTERM).
 	stop context.CancelFunc
+	// handover carries the sources a reload keeps from one run to the next.
+	handover *pipeline.Handover
 
 	first  time.Time // of the first interrupt
 	unread int64     // bytes left unread, over every run
@@ -160,9 +163,16 @@ func (r *runner) now() time.Time {
 
 // loop runs the pipelines and returns the exit code.
 func (r *runner) loop() int {
+	r.handover = pipeline.NewHandover()
+	defer func() {
+		if err := r.handover.Close(context.Background()); err != nil {
+			r.log.Warn("closing a source kept for a reload", "err", err)
+		}
+	}()
 	for {
 		var report *pipeline.Report // set before Run returns
-		opts := []pipeline.Option{pipeline.WithLogger(r.log), pipeline.WithReport(func(rep *pipeline.Report) { report = rep })}
+		opts := []pipeline.Option{pipeline.WithLogger(r.log), pipeline.WithReport(func(rep *pipeline.Report) { report = rep }),
+			pipeline.WithHandover(r.handover)}
 		if w := r.con.progress(); w != nil {
 			opts = append(opts, pipeline.WithProgress(w, time.Second))
 		}
@@ -190,7 +200,8 @@ func (r *runner) wait(done <-chan error, report **pipeline.Report) (int, bool) {
 		case err := <-done:
 			r.unread += unread(*report)
 			if r.next != nil && r.first.IsZero() && err == nil {
-				r.log.Info("reload: the previous configuration stopped with everything delivered committed; starting the new one", reportCounts(*report)...)
+				r.log.Info("reload: the previous configuration stopped with everything delivered committed; starting the new one",
+					append(reportCounts(*report), "sources_kept", r.handover.Kept())...)
 				r.spec, r.src, r.next, r.nextSrc = r.next, r.nextSrc, nil, nil
 				return 0, true
 			}
@@ -210,6 +221,7 @@ func (r *runner) wait(done <-chan error, report **pipeline.Report) (int, bool) {
 				r.log.Info("interrupt: shutting down gracefully (interrupt again, a second or more later, to exit at once)", "signal", sig.String())
 				if r.next != nil {
 					r.log.Info("the reload waiting for the previous configuration to stop is cancelled")
+					r.handover.Keep() // nothing to hand on: no run follows
 				}
 				r.stop()
 			case r.now().Sub(r.first) < repeatWindow:
@@ -247,8 +259,26 @@ func (r *runner) reload(why string) {
 	}
 	src.reloaded = true
 	r.next, r.nextSrc = spec, src
-	r.log.Info("reload: the new configuration is valid; stopping the pipeline (what is in flight is written and committed) to start it")
+	keep := unchangedSources(r.spec, spec)
+	r.handover.Keep(keep...)
+	r.log.Info("reload: the new configuration is valid; stopping the pipeline (what is in flight is written and committed) to start it",
+		"sources_to_keep", keep)
 	r.stop()
+}
+
+// unchangedSources names the sources of next that a reload can hand on
+// from the running configuration: same settings, and a source that keeps
+// what it owns across runs (pipeline.SameSource).
+func unchangedSources(running, next *pipeline.Spec) []string {
+	keep := []string{}
+	for _, n := range next.Sources {
+		for _, o := range running.Sources {
+			if o.Name == n.Name && pipeline.SameSource(o, n) {
+				keep = append(keep, n.Name)
+			}
+		}
+	}
+	return keep
 }
 
 // refused logs why a reload was refused, every problem on its own line.

@@ -93,6 +93,16 @@ func (o *owned) handOut(st *partState, p checkpoint.Partition) {
 	o.seen[p] = st.t
 }
 
+// takeBack forgets every id the runtime gave, for a new run: the partitions
+// stay owned, and are handed out again under the new run's ids.
+func (o *owned) takeBack() {
+	for _, st := range o.byTP {
+		st.id = hostID{}
+	}
+	clear(o.byID)
+	clear(o.seen)
+}
+
 // get returns the current assignment of t, or nil.
 func (o *owned) get(t tp) *partState { return o.byTP[t] }
 

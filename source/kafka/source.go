@@ -80,9 +80,15 @@ type Source struct {
 	name string
 	cfg  Config
 
-	cl   *kgo.Client
-	host connector.Host
-	log  *slog.Logger
+	cl  *kgo.Client
+	log *slog.Logger
+
+	// hostMu guards host, which a run's Reattach replaces and Detach takes
+	// away (nil: detached). The rebalance callbacks hold it for reading
+	// while they call the Host, so that Detach waits for a call to the old
+	// run's Host to return before the source is handed on.
+	hostMu sync.RWMutex
+	host   connector.Host
 
 	closed atomic.Bool
 
@@ -134,7 +140,9 @@ func New(name string, cfg *Config) (*Source, error) {
 // attempt, for up to connect_timeout, and then fails with an error that says
 // so; bad credentials or certificates fail at once.
 func (s *Source) Open(ctx context.Context, h connector.Host) error {
+	s.hostMu.Lock()
 	s.host = h
+	s.hostMu.Unlock()
 	s.log = h.Logger()
 	opts, err := s.opts()
 	if err != nil {
@@ -269,9 +277,13 @@ func (s *Source) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 	if len(ids) == 0 {
 		return
 	}
-	if err := s.host.Revoke(ctx, ids...); err != nil {
-		s.logger().Warn("kafka: revoked partitions not drained", "partitions", names(states), "err", kafkaclient.Explain(err).Error())
+	s.hostMu.RLock()
+	if s.host != nil { // detached: Detach took every id back, so never nil here
+		if err := s.host.Revoke(ctx, ids...); err != nil {
+			s.logger().Warn("kafka: revoked partitions not drained", "partitions", names(states), "err", kafkaclient.Explain(err).Error())
+		}
 	}
+	s.hostMu.RUnlock()
 	s.mu.Lock()
 	for _, st := range states {
 		s.parts.dropIf(st)
@@ -301,7 +313,11 @@ func (s *Source) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int3
 	}
 	s.mu.Unlock()
 	if len(ids) > 0 {
-		s.host.Lost(ids...)
+		s.hostMu.RLock()
+		if s.host != nil {
+			s.host.Lost(ids...)
+		}
+		s.hostMu.RUnlock()
 	}
 }
 
@@ -471,7 +487,9 @@ func (s *Source) pop(b *connector.Batch) bool {
 			if start < 0 {
 				start = recs[0].Offset
 			}
+			s.hostMu.RLock()
 			id := s.host.Assign(st.name, checkpoint.Position(start))
+			s.hostMu.RUnlock()
 			s.mu.Lock()
 			st.committed = start
 			s.parts.handOut(st, id)
@@ -647,6 +665,65 @@ func (s *Source) Seek(_ context.Context, p checkpoint.Partition, pos checkpoint.
 	return nil
 }
 
+// Detach hands the member on to the next run of the pipeline
+// (connector.Detacher): it stays in its group and keeps its partitions, so
+// the group does not rebalance. The runtime calls it after the last Poll
+// and the final commit. Every partition this run was handed is taken back,
+// to be handed to the next run (through Host.Assign, at its first batch)
+// from the offset committed last: what was polled past it, and what is
+// buffered and not handed out yet, is fetched again. While the client blocks
+// a rebalance for our last poll, Detach moves the offsets at once and lets
+// the rebalance go on; a partition the group takes away before the next run
+// is only forgotten (its final watermark is committed already).
+func (s *Source) Detach(context.Context) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	// Waits for a rebalance callback still calling the old Host.
+	s.hostMu.Lock()
+	s.host = nil
+	s.hostMu.Unlock()
+	s.mu.Lock()
+	for t, st := range s.parts.byTP {
+		if st.id.ok {
+			if st.committed < st.next {
+				s.seeks[t] = st.committed
+			}
+			st.start = st.committed
+		}
+	}
+	for _, f := range s.queue {
+		st := s.parts.get(f.tp)
+		if st == nil {
+			continue
+		}
+		if _, ok := s.seeks[f.tp]; !ok {
+			s.seeks[f.tp] = max(st.next, f.recs[0].Offset)
+		}
+	}
+	s.parts.takeBack()
+	s.mu.Unlock()
+	if s.holding {
+		// The polling goroutine is gone and the rebalance is blocked: the
+		// offsets may be set here, as Poll would.
+		s.applySeeks()
+		s.release()
+	}
+	return nil
+}
+
+// Reattach gives the member to a new run of the pipeline: partitions are
+// handed to h as their data arrives, as after Open.
+func (s *Source) Reattach(_ context.Context, h connector.Host) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	s.hostMu.Lock()
+	s.host = h
+	s.hostMu.Unlock()
+	return nil
+}
+
 // Close leaves the group without calling the Host: the runtime has committed
 // what it could before calling Close.
 func (s *Source) Close(ctx context.Context) error {
@@ -671,4 +748,4 @@ func (s *Source) Close(ctx context.Context) error {
 	}
 }
 
-var _ connector.Source = (*Source)(nil)
+var _ connector.Detacher = (*Source)(nil)
