@@ -69,6 +69,9 @@ func (s *sourceRunner) checkpoint(ctx context.Context, final <-chan struct{}) {
 		s.drain()
 		rd := l.pol.Step(l.view(isTick))
 		l.carryOut(ctx, &rd)
+		if h := s.rt.o.hooks.stepped; h != nil {
+			h(s.spec.Name)
+		}
 		if isTick {
 			l.published()
 		}
@@ -99,6 +102,9 @@ func (l *cpLoop) request(r hostReq) {
 // view gathers what the policy looks at.
 func (l *cpLoop) view(tick bool) *policy.View {
 	s := l.s
+	// States before EOF, on purpose: a rewind clears EOF before its new
+	// epoch unblocks the partition (doRewinds), so a view that sees the
+	// partition unblocked by a rewind also sees the source not at its end.
 	l.states = s.cp.States(l.states[:0])
 	l.commits = s.cp.Committable(l.commits[:0])
 	return &policy.View{

@@ -35,6 +35,11 @@ type testHooks struct {
 	// started is called with the runtime once every goroutine started
 	// (tests in package pipeline look at its tables).
 	started func(*runtime)
+	// stepped is called by a checkpointer goroutine after each step of the
+	// commit policy; rewound by a poller right after a rewind's new epoch
+	// started, with a function that wakes the checkpointer goroutine.
+	stepped func(source string)
+	rewound func(s *sourceRunner, wake func())
 }
 
 // WithLogger overrides the default logger (slog.Default()).

@@ -229,11 +229,19 @@ func (s *sourceRunner) doRewinds(pollCtx, ctx context.Context) error {
 		if !s.sameEpoch(r.Partition, r.Epoch) {
 			continue // revoked or re-assigned since
 		}
+		// Not at the end of input any more, and said so before the new
+		// epoch starts: the checkpointer goroutine, seeing the partition
+		// unblocked and nothing in flight, would otherwise take a source
+		// still marked at its end for finished, and end the run with the
+		// replay unread.
+		s.eof.Store(false)
 		if err := s.src.Seek(ctx, r.Partition, r.Position); err != nil {
 			return fmt.Errorf("pipeline: source %s: seek partition %s to %d for a rewind: %w", s.spec.Name, s.partName(r.Partition), r.Position, err)
 		}
 		s.restart(r.Partition, r.Epoch, r.Position)
-		s.eof.Store(false)
+		if h := s.rt.o.hooks.rewound; h != nil {
+			h(s, func() { signal(s.notify) })
+		}
 		s.rt.m.rewinds.WithLabelValues(s.spec.Name).Inc()
 	}
 	return nil
