@@ -304,6 +304,59 @@ func TestSource(t *testing.T, h SourceHarness) {
 		sameRecords(t, "after Seek back to where the first batch began", gotVals, gotOffs, wantVals, wantOffs)
 	})
 	t.Run("CancelledPollLosesNothing", func(t *testing.T) { testCancelledPoll(t, h) })
+	t.Run("DetachedSourceResumesAtItsCommit", func(t *testing.T) { testDetach(t, h) })
+}
+
+// testDetach checks a connector.Detacher: after Detach and Reattach with a
+// new Host (a reload handing the source on), the source assigns its
+// partition at the position committed last and reads everything after it
+// again, also what it had read past it.
+func testDetach(t *testing.T, h SourceHarness) {
+	ctx := context.Background()
+	s := h.New(t)
+	d, ok := s.(connector.Detacher)
+	if !ok {
+		t.Skip("the source cannot be handed on (connector.Detacher)")
+	}
+	hs := newHost()
+	if err := s.Open(ctx, hs); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	bs := pollUntil(t, ctx, s, hs, "", 5)
+	name, p := bs[0].name, bs[0].part
+	// A and B delivered and committed; C to E read and not committed.
+	bs[0].ref.Release(checkpoint.Delivered)
+	bs[1].ref.Release(checkpoint.Delivered)
+	hs.cp.Drain()
+	var cs []checkpoint.Commit
+	for _, c := range hs.cp.Committable(nil) {
+		if c.Partition == p {
+			cs = append(cs, c)
+		}
+	}
+	if len(cs) != 1 || cs[0].Position != bs[1].end {
+		t.Fatalf("committable %v, want partition %d at the end of B, %d", cs, p, bs[1].end)
+	}
+	if err := s.Commit(ctx, cs); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	if err := d.Detach(ctx); err != nil {
+		t.Fatalf("Detach: %v", err)
+	}
+	hs2 := newHost()
+	if err := d.Reattach(ctx, hs2); err != nil {
+		t.Fatalf("Reattach: %v", err)
+	}
+	wantVals, wantOffs := flatten(bs[2:])
+	gotVals, gotOffs := readN(t, ctx, s, hs2, name, len(wantVals))
+	sameRecords(t, "after Detach and Reattach (C, D and E again, nothing committed past B)", gotVals, gotOffs, wantVals, wantOffs)
+	hs2.mu.Lock()
+	start := hs2.firstAssign[name]
+	hs2.mu.Unlock()
+	if start != bs[1].end {
+		t.Fatalf("after Reattach the source assigned partition %s at %d, want %d, the position committed last", name, start, bs[1].end)
+	}
 }
 
 // testCancelledPoll checks that a Poll whose context is cancelled keeps what
