@@ -109,6 +109,10 @@ type loader struct {
 	setBy map[*yaml.Node]string
 	// secrets are the substituted values, redacted from every message.
 	secrets []secret
+	// common are the keys every component of its kind takes (type,
+	// inputs, batch, ...), by the component's field: an unknown option
+	// there is compared with them too.
+	common map[string][]string
 }
 
 func (l *loader) errorf(n *yaml.Node, field, format string, args ...any) {

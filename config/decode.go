@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -274,13 +275,20 @@ func (l *loader) decodeSize(n *yaml.Node, v reflect.Value, field string) {
 
 // unknownOption reports key k, which is not among valid.
 func (l *loader) unknownOption(k *yaml.Node, field string, valid []string) {
+	own := len(valid) > 0
+	if c := l.common[field]; len(c) > 0 {
+		valid = slices.Sorted(slices.Values(slices.Concat(valid, c)))
+	}
 	msg := fmt.Sprintf("unknown option %q", k.Value)
 	if s := suggest.Closest(k.Value, valid); s != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
 	}
-	if len(valid) == 0 {
+	switch {
+	case len(valid) == 0:
 		msg += "; this component takes no options"
-	} else {
+	case !own:
+		msg += "; this component takes no options of its own; valid options: " + strings.Join(valid, ", ")
+	default:
 		msg += "; valid options: " + strings.Join(valid, ", ")
 	}
 	l.errorf(k, field, "%s", msg)

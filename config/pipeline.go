@@ -96,6 +96,10 @@ func (p *pipelineFile) unknownSection(k *yaml.Node) {
 func (p *pipelineFile) split(v *yaml.Node, field string, common []string) (map[string]*yaml.Node, *yaml.Node) {
 	got := make(map[string]*yaml.Node)
 	rest := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: v.Line, Column: v.Column}
+	if p.common == nil {
+		p.common = map[string][]string{}
+	}
+	p.common[field] = common
 	p.eachPair(v, field, func(k, val *yaml.Node) {
 		if slices.Contains(common, k.Value) {
 			got[k.Value] = val
