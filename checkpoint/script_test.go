@@ -3,12 +3,13 @@ package checkpoint
 import (
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/weir-etl/weir/internal/testscript"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the testdata scripts")
@@ -41,68 +42,9 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the te
 //
 // A command that panics prints "panic: " and the message.
 func TestScripts(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Fatal("no scripts in testdata")
-	}
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
-			runScript(t, file)
-		})
-	}
-}
-
-func runScript(t *testing.T, file string) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	env := newScriptEnv()
-	var out strings.Builder
-	for i := 0; i < len(lines); {
-		if l := lines[i]; l == "" || strings.HasPrefix(l, "#") {
-			out.WriteString(l + "\n")
-			i++
-			continue
-		}
-		first := i + 1
-		var cmds []string
-		for ; i < len(lines) && lines[i] != "----"; i++ {
-			if lines[i] == "" {
-				t.Fatalf("%s:%d: block has no ---- line", file, i+1)
-			}
-			cmds = append(cmds, lines[i])
-		}
-		if i == len(lines) {
-			t.Fatalf("%s:%d: block has no ---- line", file, first)
-		}
-		i++ // ----
-		var want []string
-		for ; i < len(lines) && lines[i] != ""; i++ {
-			want = append(want, lines[i])
-		}
-		var got []string
-		for _, cmd := range cmds {
-			got = append(got, env.run(cmd)...)
-		}
-		if !*rewrite && !slices.Equal(got, want) {
-			t.Errorf("%s:%d:\n%s\ngot:\n%s\nwant:\n%s", file, first, strings.Join(cmds, "\n"),
-				strings.Join(got, "\n"), strings.Join(want, "\n"))
-		}
-		out.WriteString(strings.Join(cmds, "\n") + "\n----\n")
-		for _, l := range got {
-			out.WriteString(l + "\n")
-		}
-	}
-	if *rewrite {
-		if err := os.WriteFile(file, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testscript.RunAll(t, filepath.Join("testdata", "*.txt"), *rewrite, func(*testing.T, string) func(string) []string {
+		return newScriptEnv().run
+	})
 }
 
 // scriptEnv is the state a script acts on: a Checkpointer, one issuer, and

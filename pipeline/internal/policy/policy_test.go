@@ -3,15 +3,14 @@ package policy
 import (
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/weir-etl/weir/checkpoint"
+	"github.com/weir-etl/weir/internal/testscript"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the testdata scripts")
@@ -39,16 +38,10 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the te
 //	replaying p=P                      whether P was rewound and has not moved since
 //	states                             the Checkpointer's states
 func TestPolicyScripts(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "scripts", "*.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Fatal("no scripts in testdata/scripts")
-	}
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) { runPolicyScript(t, file) })
-	}
+	testscript.RunAll(t, filepath.Join("testdata", "scripts", "*.txt"), *rewrite, func(t *testing.T, file string) func(string) []string {
+		env := newPolicyEnv()
+		return func(line string) []string { return env.run(t, file, line) }
+	})
 }
 
 type policyEnv struct {
@@ -71,58 +64,6 @@ func newPolicyEnv() *policyEnv {
 	return &policyEnv{cp: cp, iss: cp.NewIssuer(), refs: map[string]checkpoint.AckRef{}, open: map[checkpoint.BatchID]time.Time{},
 		start: start, now: start,
 		pol: New(Config{CommitInterval: 5 * time.Second, CommitFailureTimeout: time.Minute, StallWarning: 10 * time.Second})}
-}
-
-func runPolicyScript(t *testing.T, file string) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	env := newPolicyEnv()
-	var out strings.Builder
-	for i := 0; i < len(lines); {
-		if l := lines[i]; l == "" || strings.HasPrefix(l, "#") {
-			out.WriteString(l + "\n")
-			i++
-			continue
-		}
-		start := i
-		var cmds []string
-		for ; i < len(lines) && lines[i] != "----"; i++ {
-			if lines[i] == "" {
-				t.Fatalf("%s:%d: block has no ---- line", file, i+1)
-			}
-			cmds = append(cmds, lines[i])
-		}
-		if i == len(lines) {
-			t.Fatalf("%s:%d: block has no ---- line", file, start+1)
-		}
-		i++
-		var want []string
-		for ; i < len(lines) && lines[i] != ""; i++ {
-			want = append(want, lines[i])
-		}
-		var got []string
-		for _, c := range cmds {
-			got = append(got, env.run(t, file, c)...)
-		}
-		for _, c := range cmds {
-			out.WriteString(c + "\n")
-		}
-		out.WriteString("----\n")
-		for _, g := range got {
-			out.WriteString(g + "\n")
-		}
-		if !*rewrite && !slices.Equal(got, want) {
-			t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", file, start+1, strings.Join(cmds, "; "), strings.Join(got, "\n"), strings.Join(want, "\n"))
-		}
-	}
-	if *rewrite {
-		if err := os.WriteFile(file, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 func (e *policyEnv) run(t *testing.T, file, line string) []string {
