@@ -292,13 +292,17 @@ type member struct {
 	esc            bool // the key holds an escape
 }
 
-// key reports whether m's key, in b, is name.
+// is reports whether m's key, in b, is name. It is small enough to be
+// inlined into the loops that match every member against names; a key with
+// an escape, which is rare, is decoded out of line.
 func (m *member) is(b []byte, name string) bool {
 	if !m.esc {
 		return int(m.ke-m.ks-2) == len(name) && string(b[m.ks+1:m.ke-1]) == name
 	}
-	return decodeKey(b[m.ks:m.ke]) == name
+	return m.escapedIs(b, name)
 }
+
+func (m *member) escapedIs(b []byte, name string) bool { return decodeKey(b[m.ks:m.ke]) == name }
 
 // indexObject checks that b is a JSON object and appends its top-level
 // members to dst, in order (duplicates too).
