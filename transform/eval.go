@@ -62,9 +62,17 @@ func (f *frame) field(name string) record.Value {
 // is null.
 var errChain = errors.New("optional chain ended")
 
+// let is a let variable in scope. Its slot is its own: a declaration's
+// scope can end before another's begins ((let a = 1; a) + (let b = 2; b)),
+// so the position in the scope does not name a slot.
+type let struct {
+	name string
+	slot int
+}
+
 // compiler turns a checked syntax tree into nodes.
 type compiler struct {
-	lets   []string // let variables in scope, by slot
+	lets   []let    // let variables in scope, innermost last
 	nlets  int      // slots used
 	depth  int      // predicate nesting
 	fields []string // fields read, sorted
@@ -171,7 +179,7 @@ func (c *compiler) compile(n ast.Node) (node, error) {
 		}
 		slot := c.nlets
 		c.nlets++
-		c.lets = append(c.lets, n.Name)
+		c.lets = append(c.lets, let{n.Name, slot})
 		body, err := c.compile(n.Expr)
 		c.lets = c.lets[:len(c.lets)-1]
 		if err != nil {
@@ -310,8 +318,8 @@ func (c *compiler) compileAll(ns []ast.Node) ([]node, error) {
 
 func (c *compiler) identifier(n *ast.IdentifierNode) (node, error) {
 	for i := len(c.lets) - 1; i >= 0; i-- {
-		if c.lets[i] == n.Value {
-			slot := i
+		if c.lets[i].name == n.Value {
+			slot := c.lets[i].slot
 			return func(f *frame) (record.Value, error) { return f.lets[slot], nil }, nil
 		}
 	}
@@ -606,7 +614,9 @@ func (c *compiler) member(n *ast.MemberNode) (node, error) {
 	}, nil
 }
 
-func (c *compiler) isLet(name string) bool { return slices.Contains(c.lets, name) }
+func (c *compiler) isLet(name string) bool {
+	return slices.ContainsFunc(c.lets, func(l let) bool { return l.name == name })
+}
 
 // getMember is v.name.
 func getMember(v record.Value, name string, optional bool) (record.Value, error) {

@@ -167,6 +167,27 @@ func TestCompileErrors(t *testing.T) {
 	}
 }
 
+// Guarantee: each let variable reads its own value, wherever the
+// declarations are: two lets in sibling subexpressions (whose scopes end
+// before the other begins) do not share a value, nor does a let declared
+// inside a predicate with one outside it.
+func TestLetVariablesKeepTheirOwnValues(t *testing.T) {
+	cases := []struct{ src, want string }{
+		{`let a = 1; let b = 2; a + b`, `3`},
+		{`(let a = 1; a) + (let b = 2; b)`, `3`},
+		{`(let a = 1; a) + (let b = 2; let c = 10; b + c)`, `13`},
+		{`let a = 1; (let b = 2; b) + (let c = 3; c) + a`, `6`},
+		{`let a = 5; map([1, 2], let b = # * 10; b + a)`, `[15,25]`},
+		{`(let a = "x"; a) + (let a = "y"; a)`, `"xy"`},
+	}
+	for _, c := range cases {
+		got, err := evalOn(t, c.src, `{}`)
+		if err != nil || got != c.want {
+			t.Errorf("%s = %s (%v), want %s", c.src, got, err, c.want)
+		}
+	}
+}
+
 func TestModulo(t *testing.T) {
 	cases := []struct {
 		src  string
