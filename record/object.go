@@ -283,8 +283,12 @@ func (o *Obj) layout(pos []int32, drop []uint64) ([]int32, []uint64) {
 	}
 	for i := range o.members {
 		m := &o.members[i]
+		n := int(m.ke - m.ks - 2) // the length of an unescaped key
 		for k := range o.edits {
 			e := &o.edits[k]
+			if !m.esc && n != len(e.name) {
+				continue
+			}
 			if m.is(o.raw, e.name) {
 				drop[i/64] |= 1 << (i % 64)
 				if !e.del && e.at == -1 {
