@@ -77,6 +77,9 @@ type compiler struct {
 	depth  int      // predicate nesting
 	fields []string // fields read, sorted
 	needs  needs
+	// generic turns the fast paths off (see fast.go), for the tests that
+	// check them against the generic nodes.
+	generic bool
 }
 
 func constant(v record.Value) node {
@@ -84,6 +87,17 @@ func constant(v record.Value) node {
 }
 
 func (c *compiler) compile(n ast.Node) (node, error) {
+	if !c.generic {
+		if x, err := c.specialise(n); x != nil || err != nil {
+			return x, err
+		}
+	}
+	return c.compileNode(n)
+}
+
+// compileNode compiles n to its generic node (its children may have fast
+// paths).
+func (c *compiler) compileNode(n ast.Node) (node, error) {
 	switch n := n.(type) {
 	case *ast.NilNode:
 		return constant(record.Value{}), nil
@@ -217,7 +231,8 @@ func (c *compiler) compile(n ast.Node) (node, error) {
 			return nil, err
 		}
 		if consts, ok := constants(n.Nodes); ok {
-			return constant(record.ArrayValue(consts)), nil
+			// Written into every record: encoded once.
+			return constant(record.EncodedArray(consts)), nil
 		}
 		return func(f *frame) (record.Value, error) {
 			out := make([]record.Value, len(elems))
