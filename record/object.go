@@ -223,10 +223,11 @@ func (o *Obj) AppendJSON(dst []byte) []byte {
 	// The same walk as write, without a callback: this is every map's
 	// output.
 	var posBuf [8]int32
-	var dropBuf [4]uint64
+	var dropBuf [16]int32
 	pos, drop := o.layout(posBuf[:0], dropBuf[:0])
 	dst = append(dst, '{')
 	first := true
+	next := 0 // the first of drop not yet passed
 	for i := range o.members {
 		m := &o.members[i]
 		for k, p := range pos {
@@ -245,7 +246,8 @@ func (o *Obj) AppendJSON(dst []byte) []byte {
 				dst = e.val.AppendJSON(dst)
 			}
 		}
-		if drop[i/64]&(1<<(i%64)) != 0 {
+		if next < len(drop) && drop[next] == int32(i) {
+			next++
 			continue
 		}
 		if !first {
@@ -271,13 +273,10 @@ func (o *Obj) AppendJSON(dst []byte) []byte {
 // layout returns where o's changes go when it is written out, in one pass
 // that matches every read member against every changed name once: for each
 // edit, the index of the read member whose place its value takes, or -1 for
-// after them (and for a deletion); and a bit set of the read members that
-// are not written as read because a change names them. pos and drop are
+// after them (and for a deletion); and the indexes of the read members not
+// written as read because a change names them, in order. pos and drop are
 // buffers to append to.
-func (o *Obj) layout(pos []int32, drop []uint64) ([]int32, []uint64) {
-	words := (len(o.members) + 63) / 64
-	drop = slices.Grow(drop, words)[:words]
-	clear(drop)
+func (o *Obj) layout(pos, drop []int32) ([]int32, []int32) {
 	for range o.edits {
 		pos = append(pos, -1)
 	}
@@ -290,7 +289,7 @@ func (o *Obj) layout(pos []int32, drop []uint64) ([]int32, []uint64) {
 				continue
 			}
 			if m.is(o.raw, e.name) {
-				drop[i/64] |= 1 << (i % 64)
+				drop = append(drop, int32(i)) // one change at most names it
 				if !e.del && e.at == -1 {
 					pos[k] = int32(i) // the last member of the name wins
 				}
@@ -323,8 +322,9 @@ func (o *Obj) write(semantic bool, fn func(name string, key []byte, m *member, v
 		return
 	}
 	var posBuf [8]int32
-	var dropBuf [4]uint64
+	var dropBuf [16]int32
 	pos, drop := o.layout(posBuf[:0], dropBuf[:0])
+	next := 0 // the first of drop not yet passed
 	for i := range o.members {
 		m := &o.members[i]
 		for k := range o.edits {
@@ -339,7 +339,11 @@ func (o *Obj) write(semantic bool, fn func(name string, key []byte, m *member, v
 				}
 			}
 		}
-		if drop[i/64]&(1<<(i%64)) != 0 || semantic && !o.isLastOf(i) {
+		if next < len(drop) && drop[next] == int32(i) {
+			next++
+			continue
+		}
+		if semantic && !o.isLastOf(i) {
 			continue
 		}
 		if !fn("", nil, m, nil) {

@@ -233,10 +233,9 @@ func TestObjIndexReusesItsStorage(t *testing.T) {
 }
 
 // Guarantee: the rules of Obj hold in objects of any width: a change to the
-// first or last member, or to one on either side of 64 (where the encoder's
-// set of replaced members goes on to a second word), or of 256 (beyond its
-// buffer on the stack), takes that member's place and leaves every other
-// member as it was; Range agrees.
+// first or last member, or to one on either side of 256 (beyond the
+// encoder's buffer on the stack), takes that member's place and leaves
+// every other member as it was; Range agrees.
 func TestObjWideChanges(t *testing.T) {
 	for _, n := range []int{1, 2, 63, 64, 65, 128, 129, 300} {
 		name := func(i int) string { return "m" + strconv.Itoa(i) }
