@@ -207,3 +207,53 @@ func TestMapOfCommonShapesAllocatesOnlyItsOutput(t *testing.T) {
 		t.Errorf("the map allocates %v times per record, want 1 (its output)", n)
 	}
 }
+
+// Guarantee: the strings a record's evaluations build in the env's buffer
+// keep their bytes until the record is written, when a later set builds
+// more of them and when the buffer grows and moves (long is longer than
+// anything the buffer held); the next record's strings do not change the
+// first record's output.
+func TestBuiltStringsLastTheRecord(t *testing.T) {
+	m, err := NewMap(MapConfig{Set: []Assignment{
+		{"a", `"x" + string(id)`},
+		{"b", `"y" + string(id * 2)`},
+		{"c", `a + "-" + b`},
+		{"d", `c + long + c`},
+		{"e", `a + b`},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("L", 5000)
+	var outs []string
+	for _, id := range []string{"1", "22"} {
+		in := new(record.Record)
+		*in = record.New([]byte(`{"id":` + id + `,"long":"` + long + `"}`))
+		out, err := m.Process(in, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs = append(outs, string(out[0].Bytes()))
+	}
+	want := func(id, twice string) string {
+		a, b := "x"+id, "y"+twice
+		c := a + "-" + b
+		return `{"id":` + id + `,"long":"` + long + `","a":"` + a + `","b":"` + b + `","c":"` + c + `","d":"` + c + long + c + `","e":"` + a + b + `"}`
+	}
+	if outs[0] != want("1", "2") || outs[1] != want("22", "44") {
+		t.Errorf("outputs:\n%.200s\n%.200s", outs[0], outs[1])
+	}
+}
+
+// Guarantee: a pooled env does not keep a buffer that one record's long
+// strings grew beyond maxScratch.
+func TestEnvDropsALargeScratch(t *testing.T) {
+	for _, size := range []int{maxScratch, maxScratch + 1} {
+		e := new(env)
+		e.scratch = make([]byte, 10, size)
+		putEnv(e)
+		if kept := e.scratch != nil; kept != (size <= maxScratch) || len(e.scratch) != 0 {
+			t.Errorf("a scratch of capacity %d: kept %v with length %d", size, kept, len(e.scratch))
+		}
+	}
+}
