@@ -157,11 +157,16 @@ func (c *compiler) intForm(n ast.Node) (x intNode, computed bool) {
 		i := int64(n.Value)
 		return func(*frame) (int64, bool) { return i, true }, true
 	case *ast.IdentifierNode:
-		read := c.read(n.Value)
-		if read == nil {
+		// The reads are written out rather than calling c.read's: a field
+		// read is most of an integer path's cost.
+		if slot := c.letSlot(n.Value); slot >= 0 {
+			return func(f *frame) (int64, bool) { return f.lets[slot].IntForm() }, false
+		}
+		if c.read(n.Value) == nil {
 			return nil, false
 		}
-		return func(f *frame) (int64, bool) { return read(f).IntForm() }, false
+		name := n.Value
+		return func(f *frame) (int64, bool) { return f.field(name).IntForm() }, false
 	case *ast.UnaryNode:
 		if n.Operator != "-" {
 			return nil, false
