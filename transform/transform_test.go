@@ -284,6 +284,29 @@ func TestMapOrderIsSetRenameDelete(t *testing.T) {
 	}
 }
 
+// Guarantee: each set reads the fields as the sets before it left them,
+// however often a field was read before: a field set anew, a nested field
+// set under it, and a field replaced by a value of another type.
+func TestMapSetsSeeEarlierSets(t *testing.T) {
+	m, err := NewMap(MapConfig{Set: []Assignment{
+		{"a", "id + 0"}, {"id", "5"}, {"b", "id + 1"},
+		{"c", "user.age"}, {"user.age", "id * 2"}, {"d", "user.age + id"},
+		{"user", `"u" + string(id + 0)`}, {"e", "user + string(id * 3)"},
+		{"f", "id + id"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := m.Process(rec(`{"id":1,"user":{"age":7}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"id":5,"user":"u5","a":1,"b":6,"c":7,"d":15,"e":"u515","f":10}`
+	if got := string(out[0].Bytes()); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
 func TestMapErrors(t *testing.T) {
 	for _, c := range []struct {
 		cfg  MapConfig
