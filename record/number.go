@@ -341,3 +341,16 @@ func CompareNumbers(a, b Value) (int, error) {
 	}
 	return ra.Cmp(rb), nil
 }
+
+// IntForm returns the int64 of a number whose Form is IntForm, and false for
+// any other value. It is Form's answer for integer arithmetic without the
+// cost of classifying the numbers that are not integers.
+func (v Value) IntForm() (int64, bool) {
+	switch v.kind {
+	case Int:
+		return int64(v.n), true
+	case Number:
+		return parseIntLiteral(v.s)
+	}
+	return 0, false
+}

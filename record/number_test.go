@@ -211,3 +211,22 @@ func TestRatLimits(t *testing.T) {
 		t.Errorf("Rat of a string: %v", err)
 	}
 }
+
+// Guarantee: IntForm gives a number's int64 exactly when Form calls it
+// IntForm, whatever the value.
+func TestIntFormAgreesWithForm(t *testing.T) {
+	values := []record.Value{record.IntValue(0), record.IntValue(-1 << 63), record.FloatValue(3),
+		record.FloatValue(0.5), record.NullValue(), record.StringValue("12"), record.BoolValue(true),
+		record.DurationValue(5)}
+	for _, lit := range []string{"0", "-0", "12", "-12", "9223372036854775807", "-9223372036854775808",
+		"9223372036854775808", "-9223372036854775809", "99999999999999999999", "1e3", "12.0", "0.5", "1E2"} {
+		values = append(values, record.NumberLiteral(lit))
+	}
+	for _, v := range values {
+		form, i, _ := v.Form()
+		got, ok := v.IntForm()
+		if ok != (form == record.IntForm) || ok && got != i {
+			t.Errorf("%v %s: IntForm gives %d, %v; Form gives %v, %d", v.Kind(), v.AppendJSON(nil), got, ok, form, i)
+		}
+	}
+}

@@ -223,21 +223,20 @@ func (o *Obj) AppendJSON(dst []byte) []byte {
 	// The same walk as write, without a callback: this is every map's
 	// output.
 	var posBuf [8]int32
-	pos := o.places(posBuf[:0])
+	var dropBuf [16]int32
+	pos, drop := o.layout(posBuf[:0], dropBuf[:0])
 	dst = append(dst, '{')
 	first := true
-	sep := func() {
-		if !first {
-			dst = append(dst, ',')
-		}
-		first = false
-	}
+	next := 0 // the first of drop not yet passed
 	for i := range o.members {
 		m := &o.members[i]
 		for k, p := range pos {
 			if p == int32(i) {
 				e := &o.edits[k]
-				sep()
+				if !first {
+					dst = append(dst, ',')
+				}
+				first = false
 				if !e.moved && m.is(o.raw, e.name) {
 					dst = append(dst, o.raw[m.ks:m.ke]...)
 				} else {
@@ -247,15 +246,22 @@ func (o *Obj) AppendJSON(dst []byte) []byte {
 				dst = e.val.AppendJSON(dst)
 			}
 		}
-		if o.dropped(i) {
+		if next < len(drop) && drop[next] == int32(i) {
+			next++
 			continue
 		}
-		sep()
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
 		dst = append(dst, o.raw[m.ks:m.ve]...)
 	}
 	for k, p := range pos {
 		if p == -1 && !o.edits[k].del {
-			sep()
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
 			dst = AppendString(dst, o.edits[k].name)
 			dst = append(dst, ':')
 			dst = o.edits[k].val.AppendJSON(dst)
@@ -264,22 +270,38 @@ func (o *Obj) AppendJSON(dst []byte) []byte {
 	return append(dst, '}')
 }
 
-// places returns, for each edit, the index of the read member whose place
-// its value takes, or -1 for after them (and for a deletion).
-func (o *Obj) places(pos []int32) []int32 {
-	for i := range o.edits {
-		e := &o.edits[i]
-		p := int32(-1)
-		switch {
-		case e.del:
-		case e.at >= 0:
-			p = e.at
-		case e.at == -1:
-			p = int32(o.lastMember(e.name))
-		}
-		pos = append(pos, p)
+// layout returns where o's changes go when it is written out, in one pass
+// that matches every read member against every changed name once: for each
+// edit, the index of the read member whose place its value takes, or -1 for
+// after them (and for a deletion); and the indexes of the read members not
+// written as read because a change names them, in order. pos and drop are
+// buffers to append to.
+func (o *Obj) layout(pos, drop []int32) ([]int32, []int32) {
+	for range o.edits {
+		pos = append(pos, -1)
 	}
-	return pos
+	for i := range o.members {
+		m := &o.members[i]
+		n := int(m.ke - m.ks - 2) // the length of an unescaped key
+		for k := range o.edits {
+			e := &o.edits[k]
+			if !m.esc && n != len(e.name) {
+				continue
+			}
+			if m.is(o.raw, e.name) {
+				drop = append(drop, int32(i)) // one change at most names it
+				if !e.del && e.at == -1 {
+					pos[k] = int32(i) // the last member of the name wins
+				}
+			}
+		}
+	}
+	for k := range o.edits {
+		if e := &o.edits[k]; e.at >= 0 { // set by a rename, never deleted
+			pos[k] = e.at
+		}
+	}
+	return pos, drop
 }
 
 // write walks o's members as they are written out. For a member copied as
@@ -299,10 +321,10 @@ func (o *Obj) write(semantic bool, fn func(name string, key []byte, m *member, v
 		}
 		return
 	}
-	// Where each set member goes: the index of a read member, or -1 for
-	// after them.
 	var posBuf [8]int32
-	pos := o.places(posBuf[:0])
+	var dropBuf [16]int32
+	pos, drop := o.layout(posBuf[:0], dropBuf[:0])
+	next := 0 // the first of drop not yet passed
 	for i := range o.members {
 		m := &o.members[i]
 		for k := range o.edits {
@@ -317,7 +339,11 @@ func (o *Obj) write(semantic bool, fn func(name string, key []byte, m *member, v
 				}
 			}
 		}
-		if o.dropped(i) || semantic && !o.isLastOf(i) {
+		if next < len(drop) && drop[next] == int32(i) {
+			next++
+			continue
+		}
+		if semantic && !o.isLastOf(i) {
 			continue
 		}
 		if !fn("", nil, m, nil) {
@@ -331,18 +357,6 @@ func (o *Obj) write(semantic bool, fn func(name string, key []byte, m *member, v
 			}
 		}
 	}
-}
-
-// dropped reports whether read member i is not written as read: a change
-// names it.
-func (o *Obj) dropped(i int) bool {
-	m := &o.members[i]
-	for k := range o.edits {
-		if m.is(o.raw, o.edits[k].name) {
-			return true
-		}
-	}
-	return false
 }
 
 // isLastOf reports whether no member after i has i's name. Duplicates are
@@ -394,7 +408,7 @@ func (v Value) AppendJSON(dst []byte) []byte {
 		return append(dst, v.s...)
 	case Array:
 		e, ok := v.x.([]Value)
-		if !ok {
+		if !ok || v.s != "" {
 			return append(dst, v.s...)
 		}
 		dst = append(dst, '[')

@@ -2,6 +2,7 @@ package record_test
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -228,5 +229,81 @@ func TestObjIndexReusesItsStorage(t *testing.T) {
 	}
 	if err := o.Reset(nil); err != nil || o.Changed() == false || string(o.AppendJSON(nil)) != "{}" {
 		t.Errorf("Reset(nil): %v, %s", err, o.AppendJSON(nil))
+	}
+}
+
+// Guarantee: the rules of Obj hold in objects of any width: a change to the
+// first or last member, or to one on either side of 256 (beyond the
+// encoder's buffer on the stack), takes that member's place and leaves
+// every other member as it was; Range agrees.
+func TestObjWideChanges(t *testing.T) {
+	for _, n := range []int{1, 2, 63, 64, 65, 128, 129, 300} {
+		name := func(i int) string { return "m" + strconv.Itoa(i) }
+		value := func(i int) string { return "[" + strconv.Itoa(i) + "]" }
+		var in strings.Builder
+		in.WriteString("{")
+		for i := range n {
+			if i > 0 {
+				in.WriteString(",")
+			}
+			in.WriteString(`"` + name(i) + `":` + value(i))
+		}
+		in.WriteString("}")
+		targets := []int{0, n - 1, n / 2, 62, 63, 64, 65, 127, 128, 255, 256, 257}
+		for _, at := range targets {
+			if at >= n {
+				continue
+			}
+			for _, op := range []string{"set", "delete", "rename", "rename over"} {
+				o, err := record.ParseObj([]byte(in.String()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want, ranged []string
+				over := (at + 1) % n // the member "rename over" replaces
+				switch op {
+				case "set":
+					o.Set(name(at), record.StringValue("new"))
+				case "delete":
+					o.Delete(name(at))
+				case "rename":
+					o.Rename(name(at), "renamed")
+				case "rename over":
+					o.Rename(name(at), name(over))
+				}
+				for i := range n {
+					switch {
+					case i != at && !(op == "rename over" && i == over):
+						want = append(want, `"`+name(i)+`":`+value(i))
+						ranged = append(ranged, name(i)+"="+value(i))
+					case op == "set":
+						want = append(want, `"`+name(i)+`":"new"`)
+						ranged = append(ranged, name(i)+`="new"`)
+					case op == "rename" || op == "rename over" && i == at && n > 1:
+						to := "renamed"
+						if op == "rename over" {
+							to = name(over)
+						}
+						want = append(want, `"`+to+`":`+value(at))
+						ranged = append(ranged, to+"="+value(at))
+					case op == "rename over" && n == 1:
+						want = append(want, `"`+name(i)+`":`+value(i))
+						ranged = append(ranged, name(i)+"="+value(i))
+					}
+				}
+				w := "{" + strings.Join(want, ",") + "}"
+				if got := string(o.AppendJSON(nil)); got != w {
+					t.Errorf("%d members, %s of member %d: got\n%s\nwant\n%s", n, op, at, got, w)
+				}
+				var got []string
+				o.Range(func(name string, v record.Value) bool {
+					got = append(got, name+"="+string(v.AppendJSON(nil)))
+					return true
+				})
+				if !slices.Equal(got, ranged) {
+					t.Errorf("%d members, %s of member %d: Range gives %q, want %q", n, op, at, got, ranged)
+				}
+			}
+		}
 	}
 }

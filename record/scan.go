@@ -166,6 +166,17 @@ func skipLiteral(b []byte, i int, lit string) (int, error) {
 // not recurse: containers are tracked in a bit stack (1 for an object), so a
 // deeply nested value costs no Go stack.
 func skipValue(b []byte, i, depth int) (int, error) {
+	// Most values are a string or a number: settled without the stack.
+	if i < len(b) {
+		switch b[i] {
+		case '"':
+			end, _, err := scanString(b, i)
+			return end, err
+		case '{', '[', 't', 'f', 'n':
+		default:
+			return scanNumber(b, i) // or the error of a byte no value starts with
+		}
+	}
 	var small [4]uint64
 	stack := small[:]
 	n := 0 // containers open
@@ -292,13 +303,18 @@ type member struct {
 	esc            bool // the key holds an escape
 }
 
-// key reports whether m's key, in b, is name.
+// is reports whether m's key, in b, is name. It is small enough to be
+// inlined into the loops that match every member against names; a key with
+// an escape, which is rare, is decoded out of line.
 func (m *member) is(b []byte, name string) bool {
-	if !m.esc {
-		return int(m.ke-m.ks-2) == len(name) && string(b[m.ks+1:m.ke-1]) == name
+	if m.esc {
+		return m.escapedIs(b, name)
 	}
-	return decodeKey(b[m.ks:m.ke]) == name
+	return string(b[m.ks+1:m.ke-1]) == name
 }
+
+//go:noinline
+func (m *member) escapedIs(b []byte, name string) bool { return decodeKey(b[m.ks:m.ke]) == name }
 
 // indexObject checks that b is a JSON object and appends its top-level
 // members to dst, in order (duplicates too).

@@ -44,7 +44,7 @@ type Value struct {
 	// Object or Array that was read and not changed.
 	raw bool
 	n   uint64 // Bool (0 or 1), Int (int64), Float (float64 bits), Duration (ns)
-	s   string // String's text (or quoted JSON, with raw), Number's literal, Object or Array JSON
+	s   string // String's text (or quoted JSON, with raw), Number's literal, Object or Array JSON (an EncodedArray's too)
 	x   any    // *Obj of a built or changed Object, []Value of a built Array, time.Time
 }
 
@@ -77,6 +77,15 @@ func ObjectValue(o *Obj) Value { return Value{kind: Object, x: o} }
 
 // ArrayValue returns an array of elems. The slice must not be changed later.
 func ArrayValue(elems []Value) Value { return Value{kind: Array, x: elems} }
+
+// EncodedArray returns the array of elems, as ArrayValue does, with its JSON
+// written once now: for a constant that is written into many records. The
+// slice must not be changed later.
+func EncodedArray(elems []Value) Value {
+	v := ArrayValue(elems)
+	v.s = string(v.AppendJSON(nil))
+	return v
+}
 
 // TimeValue returns t.
 func TimeValue(t time.Time) Value { return Value{kind: Time, x: t} }

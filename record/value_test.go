@@ -247,3 +247,36 @@ func TestRawIsTheTextAsRead(t *testing.T) {
 		}
 	}
 }
+
+// Guarantee: an EncodedArray is the array of its elements in every way, and
+// is written as ArrayValue writes it, alone or as a member of an object,
+// with strings that need escapes and bytes that are not UTF-8 included.
+func TestEncodedArrayIsItsElements(t *testing.T) {
+	elems := []record.Value{record.StringValue("a\"\n"), record.StringValue("\xff\xed\xa0\x80"), record.IntValue(-3),
+		record.FloatValue(0.1), record.NumberLiteral("1e400"), record.NullValue(), record.BoolValue(true),
+		record.ArrayValue([]record.Value{record.StringValue("in")})}
+	for _, es := range [][]record.Value{elems, elems[:1], nil} {
+		plain, enc := record.ArrayValue(es), record.EncodedArray(es)
+		want := string(plain.AppendJSON(nil))
+		if got := string(enc.AppendJSON(nil)); got != want {
+			t.Errorf("EncodedArray written as %s, want %s", got, want)
+		}
+		o := record.NewObj()
+		o.Set("x", enc)
+		if got := string(o.AppendJSON(nil)); got != `{"x":`+want+`}` {
+			t.Errorf("EncodedArray as a member written as %s, want {\"x\":%s}", got, want)
+		}
+		if enc.Kind() != record.Array || enc.Len() != len(es) {
+			t.Errorf("EncodedArray of %d elements: kind %v, length %d", len(es), enc.Kind(), enc.Len())
+		}
+		if _, raw := enc.Raw(); raw {
+			t.Errorf("EncodedArray %s reports JSON text as read", want)
+		}
+		enc.Elems(func(i int, e record.Value) bool {
+			if got, ok := enc.Index(i); !ok || e.Kind() != es[i].Kind() || string(got.AppendJSON(nil)) != string(es[i].AppendJSON(nil)) {
+				t.Errorf("element %d of %s: %v %s, want %v", i, want, e.Kind(), got.AppendJSON(nil), es[i].Kind())
+			}
+			return true
+		})
+	}
+}

@@ -18,6 +18,9 @@ type env struct {
 	vals  []record.Value
 	found []bool
 	obj   record.Obj
+	// scratch holds the bytes of the strings the evaluations of one record
+	// build (see stringValue in fast.go).
+	scratch []byte
 
 	// Boxing a time allocates, so the boxed timestamp is kept for as long as
 	// records carry the same one, which is common (a batch's records share
@@ -25,6 +28,9 @@ type env struct {
 	ts    time.Time
 	tsVal record.Value
 }
+
+// maxScratch is the largest scratch buffer a pooled env keeps.
+const maxScratch = 64 << 10
 
 var envPool = sync.Pool{New: func() any { return new(env) }}
 
@@ -35,6 +41,10 @@ func putEnv(e *env) {
 	e.f = frame{lets: e.f.lets[:0], loops: e.f.loops[:0]}
 	clear(e.vals)
 	e.obj.Reset(nil)
+	e.scratch = e.scratch[:0]
+	if cap(e.scratch) > maxScratch {
+		e.scratch = nil // one record's long strings are not kept for the next
+	}
 	envPool.Put(e)
 }
 

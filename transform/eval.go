@@ -62,13 +62,24 @@ func (f *frame) field(name string) record.Value {
 // is null.
 var errChain = errors.New("optional chain ended")
 
+// let is a let variable in scope. Its slot is its own: a declaration's
+// scope can end before another's begins ((let a = 1; a) + (let b = 2; b)),
+// so the position in the scope does not name a slot.
+type let struct {
+	name string
+	slot int
+}
+
 // compiler turns a checked syntax tree into nodes.
 type compiler struct {
-	lets   []string // let variables in scope, by slot
+	lets   []let    // let variables in scope, innermost last
 	nlets  int      // slots used
 	depth  int      // predicate nesting
 	fields []string // fields read, sorted
 	needs  needs
+	// generic turns the fast paths off (see fast.go), for the tests that
+	// check them against the generic nodes.
+	generic bool
 }
 
 func constant(v record.Value) node {
@@ -76,6 +87,17 @@ func constant(v record.Value) node {
 }
 
 func (c *compiler) compile(n ast.Node) (node, error) {
+	if !c.generic {
+		if x, err := c.specialise(n); x != nil || err != nil {
+			return x, err
+		}
+	}
+	return c.compileNode(n)
+}
+
+// compileNode compiles n to its generic node (its children may have fast
+// paths).
+func (c *compiler) compileNode(n ast.Node) (node, error) {
 	switch n := n.(type) {
 	case *ast.NilNode:
 		return constant(record.Value{}), nil
@@ -171,7 +193,7 @@ func (c *compiler) compile(n ast.Node) (node, error) {
 		}
 		slot := c.nlets
 		c.nlets++
-		c.lets = append(c.lets, n.Name)
+		c.lets = append(c.lets, let{n.Name, slot})
 		body, err := c.compile(n.Expr)
 		c.lets = c.lets[:len(c.lets)-1]
 		if err != nil {
@@ -209,7 +231,8 @@ func (c *compiler) compile(n ast.Node) (node, error) {
 			return nil, err
 		}
 		if consts, ok := constants(n.Nodes); ok {
-			return constant(record.ArrayValue(consts)), nil
+			// Written into every record: encoded once.
+			return constant(record.EncodedArray(consts)), nil
 		}
 		return func(f *frame) (record.Value, error) {
 			out := make([]record.Value, len(elems))
@@ -310,8 +333,8 @@ func (c *compiler) compileAll(ns []ast.Node) ([]node, error) {
 
 func (c *compiler) identifier(n *ast.IdentifierNode) (node, error) {
 	for i := len(c.lets) - 1; i >= 0; i-- {
-		if c.lets[i] == n.Value {
-			slot := i
+		if c.lets[i].name == n.Value {
+			slot := c.lets[i].slot
 			return func(f *frame) (record.Value, error) { return f.lets[slot], nil }, nil
 		}
 	}
@@ -606,7 +629,9 @@ func (c *compiler) member(n *ast.MemberNode) (node, error) {
 	}, nil
 }
 
-func (c *compiler) isLet(name string) bool { return slices.Contains(c.lets, name) }
+func (c *compiler) isLet(name string) bool {
+	return slices.ContainsFunc(c.lets, func(l let) bool { return l.name == name })
+}
 
 // getMember is v.name.
 func getMember(v record.Value, name string, optional bool) (record.Value, error) {

@@ -117,6 +117,12 @@ func Compile(what, src string) (*Expr, error) { return compile(what, src, wantAn
 func CompileCondition(what, src string) (*Expr, error) { return compile(what, src, wantBool) }
 
 func compile(what, src string, want wantKind) (*Expr, error) {
+	return compileWith(what, src, want, &compiler{})
+}
+
+// compileWith compiles with c, which the tests set to compile generic nodes
+// only (see fast.go).
+func compileWith(what, src string, want wantKind, c *compiler) (*Expr, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, &ExprError{What: what, Expr: src, Msg: "it is empty"}
 	}
@@ -164,7 +170,6 @@ func compile(what, src string, want wantKind) (*Expr, error) {
 	if walkErr != nil {
 		return nil, walkErr
 	}
-	c := &compiler{}
 	root, err := c.compile(prog.Node())
 	if err != nil {
 		return nil, &ExprError{What: what, Expr: src, Msg: err.Error()}

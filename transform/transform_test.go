@@ -167,6 +167,27 @@ func TestCompileErrors(t *testing.T) {
 	}
 }
 
+// Guarantee: each let variable reads its own value, wherever the
+// declarations are: two lets in sibling subexpressions (whose scopes end
+// before the other begins) do not share a value, nor does a let declared
+// inside a predicate with one outside it.
+func TestLetVariablesKeepTheirOwnValues(t *testing.T) {
+	cases := []struct{ src, want string }{
+		{`let a = 1; let b = 2; a + b`, `3`},
+		{`(let a = 1; a) + (let b = 2; b)`, `3`},
+		{`(let a = 1; a) + (let b = 2; let c = 10; b + c)`, `13`},
+		{`let a = 1; (let b = 2; b) + (let c = 3; c) + a`, `6`},
+		{`let a = 5; map([1, 2], let b = # * 10; b + a)`, `[15,25]`},
+		{`(let a = "x"; a) + (let a = "y"; a)`, `"xy"`},
+	}
+	for _, c := range cases {
+		got, err := evalOn(t, c.src, `{}`)
+		if err != nil || got != c.want {
+			t.Errorf("%s = %s (%v), want %s", c.src, got, err, c.want)
+		}
+	}
+}
+
 func TestModulo(t *testing.T) {
 	cases := []struct {
 		src  string
@@ -260,6 +281,29 @@ func TestMapOrderIsSetRenameDelete(t *testing.T) {
 	}
 	if got := fieldsOf(t, &out[0]); !reflect.DeepEqual(got, map[string]any{"b": 2.0}) {
 		t.Fatalf("got %v", got)
+	}
+}
+
+// Guarantee: each set reads the fields as the sets before it left them,
+// however often a field was read before: a field set anew, a nested field
+// set under it, and a field replaced by a value of another type.
+func TestMapSetsSeeEarlierSets(t *testing.T) {
+	m, err := NewMap(MapConfig{Set: []Assignment{
+		{"a", "id + 0"}, {"id", "5"}, {"b", "id + 1"},
+		{"c", "user.age"}, {"user.age", "id * 2"}, {"d", "user.age + id"},
+		{"user", `"u" + string(id + 0)`}, {"e", "user + string(id * 3)"},
+		{"f", "id + id"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := m.Process(rec(`{"id":1,"user":{"age":7}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"id":5,"user":"u5","a":1,"b":6,"c":7,"d":15,"e":"u515","f":10}`
+	if got := string(out[0].Bytes()); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
 
