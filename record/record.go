@@ -206,16 +206,18 @@ func (r *Record) Fields() (map[string]any, error) {
 }
 
 // SetFields replaces the record's value with the JSON object of m, members
-// sorted by name, strings written as they are (no byte replaced). Sources
-// that parse structured formats themselves (CSV) use it. A value of m that
-// has no JSON form (a channel, NaN) is written as null.
-func (r *Record) SetFields(m map[string]any) {
+// sorted by name, strings written as they are (no byte replaced), for a
+// source that parses a structured format itself. A member with no JSON form
+// (NaN, an infinity, a type FromGo does not take) is an error that names it,
+// and the record is left as it was: nothing is written in its place.
+func (r *Record) SetFields(m map[string]any) error {
 	o, err := FromGo(m)
 	if err != nil {
-		o = Value{}
+		return fmt.Errorf("record: %w", err)
 	}
 	r.SetValue(o.AppendJSON(nil))
 	r.state = jsonObject
+	return nil
 }
 
 // Size returns an estimate of the record's memory, for in-flight byte limits.

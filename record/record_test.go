@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -417,11 +418,27 @@ func TestOriginalSurvivesReplace(t *testing.T) {
 	}
 }
 
+// Guarantee: a member with no JSON form is an error naming it, and the
+// record keeps its value (it was once replaced by null, and marked an
+// object).
+func TestSetFieldsRefusesWhatJSONCannotHold(t *testing.T) {
+	r := record.New([]byte(`{"old":1}`))
+	err := r.SetFields(map[string]any{"ok": "1", "ratio": math.NaN()})
+	if err == nil || !strings.Contains(err.Error(), "ratio") {
+		t.Fatalf("SetFields = %v, want an error naming ratio", err)
+	}
+	if got := string(r.Bytes()); got != `{"old":1}` {
+		t.Fatalf("the record became %q", got)
+	}
+}
+
 // Guarantee: SetFields writes strings as they are (no replacement
 // character for bytes that are not UTF-8) with members sorted by name.
 func TestSetFieldsKeepsBytes(t *testing.T) {
 	var r record.Record
-	r.SetFields(map[string]any{"b": "x\xffy", "a": "1"})
+	if err := r.SetFields(map[string]any{"b": "x\xffy", "a": "1"}); err != nil {
+		t.Fatal(err)
+	}
 	if got := string(r.Bytes()); got != "{\"a\":\"1\",\"b\":\"x\xffy\"}" {
 		t.Fatalf("SetFields wrote %q", got)
 	}
