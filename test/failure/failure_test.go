@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/weir-etl/weir/internal/weirtest"
+	"golang.org/x/sys/unix"
 )
 
 func write(t *testing.T, path, content string) string {
@@ -356,10 +357,13 @@ metrics: { address: "off" }
 	weirtest.WaitFor(t, "rewinds", 60*time.Second, func() bool {
 		return strings.Count(stderr.String(), "rewinding partition") >= 3 || strings.Contains(stderr.String(), "rewinds=4")
 	})
-	if err := os.Remove(flaky); err != nil {
+	// The outage ends in one step: the directory and the file swap places
+	// (a remove and then a rename lost to the sink's retry, which made the
+	// directory again in between).
+	if err := unix.Renameat2(unix.AT_FDCWD, saved, unix.AT_FDCWD, flaky, unix.RENAME_EXCHANGE); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(saved, flaky); err != nil {
+	if err := os.Remove(saved); err != nil {
 		t.Fatal(err)
 	}
 	select {
