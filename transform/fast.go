@@ -274,18 +274,29 @@ func (c *compiler) intBinary(op string, left, right ast.Node) (intNode, bool) {
 	}, true
 }
 
+// intOperands returns the integer forms of both operands of n and n's
+// generic node; generic is nil when an operand has no integer form (or on
+// err).
+func (c *compiler) intOperands(n *ast.BinaryNode) (l, r intNode, generic node, err error) {
+	l, _ = c.intForm(n.Left)
+	r, _ = c.intForm(n.Right)
+	if l == nil || r == nil {
+		return nil, nil, nil, nil
+	}
+	generic, err = c.compileNode(n)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return l, r, generic, nil
+}
+
 // specialiseDiv gives / of two integers its fast path: as opDiv, the
 // integers become float64s, which must hold them exactly (every integer
 // within ±2^53 does), and the quotient of finite numbers by a non-zero one
 // is finite.
 func (c *compiler) specialiseDiv(n *ast.BinaryNode) (node, error) {
-	l, _ := c.intForm(n.Left)
-	r, _ := c.intForm(n.Right)
-	if l == nil || r == nil {
-		return nil, nil
-	}
-	generic, err := c.compileNode(n)
-	if err != nil {
+	l, r, generic, err := c.intOperands(n)
+	if generic == nil {
 		return nil, err
 	}
 	const exact = 1 << 53
@@ -301,13 +312,8 @@ func (c *compiler) specialiseDiv(n *ast.BinaryNode) (node, error) {
 
 // specialiseCompare gives the comparison of two integers its fast path.
 func (c *compiler) specialiseCompare(n *ast.BinaryNode) (node, error) {
-	l, _ := c.intForm(n.Left)
-	r, _ := c.intForm(n.Right)
-	if l == nil || r == nil {
-		return nil, nil
-	}
-	generic, err := c.compileNode(n)
-	if err != nil {
+	l, r, generic, err := c.intOperands(n)
+	if generic == nil {
 		return nil, err
 	}
 	var holds func(a, b int64) bool

@@ -271,15 +271,8 @@ func TestSource(t *testing.T, h SourceHarness) {
 			t.Fatal(err)
 		}
 		defer s2.Close(ctx)
-		wantVals, wantOffs := flatten(bs[2:])
-		gotVals, gotOffs := readN(t, ctx, s2, hs2, name, len(wantVals))
-		sameRecords(t, "after restart (C, D and E again, nothing committed past C)", gotVals, gotOffs, wantVals, wantOffs)
-		hs2.mu.Lock()
-		start := hs2.firstAssign[name]
-		hs2.mu.Unlock()
-		if start != bs[1].end {
-			t.Fatalf("after restart the source assigned partition %s at %d, want %d, the position it committed: Assign each partition at its committed position", name, start, bs[1].end)
-		}
+		readsAgain(t, ctx, s2, hs2, name, bs[2:], bs[1].end, "after restart (C, D and E again, nothing committed past C)",
+			"the position it committed: Assign each partition at its committed position")
 	})
 	t.Run("SeekReadsExactlyFromThePosition", func(t *testing.T) {
 		ctx := context.Background()
@@ -348,14 +341,23 @@ func testDetach(t *testing.T, h SourceHarness) {
 	if err := d.Reattach(ctx, hs2); err != nil {
 		t.Fatalf("Reattach: %v", err)
 	}
-	wantVals, wantOffs := flatten(bs[2:])
-	gotVals, gotOffs := readN(t, ctx, s, hs2, name, len(wantVals))
-	sameRecords(t, "after Detach and Reattach (C, D and E again, nothing committed past B)", gotVals, gotOffs, wantVals, wantOffs)
-	hs2.mu.Lock()
-	start := hs2.firstAssign[name]
-	hs2.mu.Unlock()
-	if start != bs[1].end {
-		t.Fatalf("after Reattach the source assigned partition %s at %d, want %d, the position committed last", name, start, bs[1].end)
+	readsAgain(t, ctx, s, hs2, name, bs[2:], bs[1].end, "after Detach and Reattach (C, D and E again, nothing committed past B)",
+		"the position committed last")
+}
+
+// readsAgain checks that s, polled through hs, gives the records of bs
+// again with their offsets, and that it assigned partition name first at
+// from. after says when, and why says what from is.
+func readsAgain(t *testing.T, ctx context.Context, s connector.Source, hs *host, name string, bs []polled, from checkpoint.Position, after, why string) {
+	t.Helper()
+	wantVals, wantOffs := flatten(bs)
+	gotVals, gotOffs := readN(t, ctx, s, hs, name, len(wantVals))
+	sameRecords(t, after, gotVals, gotOffs, wantVals, wantOffs)
+	hs.mu.Lock()
+	start := hs.firstAssign[name]
+	hs.mu.Unlock()
+	if start != from {
+		t.Fatalf("%s the source assigned partition %s at %d, want %d, %s", after, name, start, from, why)
 	}
 }
 
