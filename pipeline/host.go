@@ -103,7 +103,14 @@ var errRewind = errors.New("pipeline: poll interrupted to rewind a partition")
 // calls Revoke from inside Poll with the Poll's context (a file source giving
 // up a file); that context is cancelled to apply a rewind, which must not cut
 // the revoke's wait short. The result is done when ctx is done for another
-// reason, or when polling stops.
+// reason (a Poll's context is when polling stops).
+//
+// Polling stopping does not end a revoke called from another goroutine (a
+// Kafka client's rebalance callback) with a context of its own: a graceful
+// stop that comes during a rebalance still drains and commits the revoked
+// partitions before the rebalance gives them away. (It once did, and the
+// next owner read again what had been written, beyond the bound of what a
+// crash leaves uncommitted; test/kafka's TestE2EGroupKillJoinStop caught it.)
 func (s *sourceRunner) hostCtx(ctx context.Context) (context.Context, func()) {
 	hctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stop1 := context.AfterFunc(ctx, func() {
@@ -111,13 +118,8 @@ func (s *sourceRunner) hostCtx(ctx context.Context) (context.Context, func()) {
 			cancel(c)
 		}
 	})
-	stop2 := func() bool { return false }
-	if s.pollCtx != nil {
-		stop2 = context.AfterFunc(s.pollCtx, func() { cancel(context.Cause(s.pollCtx)) })
-	}
 	return hctx, func() {
 		stop1()
-		stop2()
 		cancel(nil)
 	}
 }

@@ -296,3 +296,108 @@ func TestRevokeAfterShutdownSendsNothing(t *testing.T) {
 		t.Fatal("Close returned before its Revokes did")
 	}
 }
+
+// parkedSource is one partition, "p", of three batches of ten records; then
+// Poll waits for its context, as a Kafka client's poll waits while the
+// client runs a rebalance callback.
+type parkedSource struct {
+	h     connector.Host
+	id    checkpoint.Partition
+	next  int64
+	mu    sync.Mutex
+	comms []connector.Commit
+}
+
+func (s *parkedSource) Open(_ context.Context, h connector.Host) error {
+	id := h.Assign("p", 0)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.h, s.id = h, id
+	return nil
+}
+
+func (s *parkedSource) Poll(ctx context.Context, b *connector.Batch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next >= 30 {
+		s.mu.Unlock()
+		<-ctx.Done()
+		s.mu.Lock()
+		return ctx.Err()
+	}
+	for range 10 {
+		r := record.New(fmt.Appendf(nil, `{"seq":%d}`, s.next))
+		r.Origin.Offset = s.next
+		b.Records = append(b.Records, r)
+		s.next++
+	}
+	b.Partition, b.End = s.id, checkpoint.Position(s.next)
+	return nil
+}
+
+func (s *parkedSource) Commit(_ context.Context, cs []connector.Commit) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.comms = append(s.comms, cs...)
+	return nil
+}
+
+func (s *parkedSource) last() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.comms) == 0 {
+		return -1
+	}
+	return int64(s.comms[len(s.comms)-1].Position)
+}
+
+func (s *parkedSource) Seek(context.Context, checkpoint.Partition, checkpoint.Position) error {
+	return nil
+}
+func (s *parkedSource) Close(context.Context) error { return nil }
+
+// Guarantee: a graceful stop that comes while a rebalance callback revokes
+// a partition (Revoke called from another goroutine, with a context of its
+// own) does not cut the revoke short: what is in flight is written, the
+// final watermark is committed, and only then does Revoke return, so the
+// partition's next owner starts after what was written.
+func TestRevokeDuringGracefulStopCommitsFirst(t *testing.T) {
+	gs := &gatedSink{open: make(chan struct{})}
+	src := &parkedSource{}
+	sp := fastSpec(src, pipeline.SinkSpec{Name: "out", Inputs: []string{"gen"}, Sink: gs})
+	sp.Checkpoint.DrainTimeout = 30 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- pipeline.Run(ctx, sp, quiet) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for func() bool { src.mu.Lock(); defer src.mu.Unlock(); return src.next < 30 }() {
+		if time.Now().After(deadline) {
+			t.Fatal("the source did not read its batches")
+		}
+		time.Sleep(time.Millisecond) // polling the source's progress
+	}
+	type result struct {
+		err       error
+		committed int64
+	}
+	revoked := make(chan result, 1)
+	src.mu.Lock()
+	h, id := src.h, src.id
+	src.mu.Unlock()
+	go func() {
+		err := h.Revoke(context.Background(), id)
+		revoked <- result{err, src.last()}
+	}()
+	cancel()       // the graceful stop, while the revoke waits for the sink
+	close(gs.open) // the sink writes what is in flight
+	r := <-revoked
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if r.err != nil {
+		t.Fatalf("Revoke = %v, want nil: the stop cut it short", r.err)
+	}
+	if r.committed != 30 {
+		t.Fatalf("committed %d when Revoke returned, want 30, the final watermark", r.committed)
+	}
+}
