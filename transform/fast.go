@@ -1,7 +1,6 @@
 package transform
 
 import (
-	"math"
 	"strconv"
 
 	"github.com/expr-lang/expr/ast"
@@ -177,10 +176,10 @@ func (c *compiler) intForm(n ast.Node) (x intNode, computed bool) {
 		}
 		return func(f *frame) (int64, bool) {
 			i, ok := a(f)
-			if !ok || i == math.MinInt64 {
+			if !ok {
 				return 0, false
 			}
-			return -i, true
+			return negInt(i)
 		}, true
 	case *ast.CallNode:
 		if id, ok := n.Callee.(*ast.IdentifierNode); ok && id.Value == modFunc && len(n.Arguments) == 2 {
@@ -204,71 +203,26 @@ func (c *compiler) intBinary(op string, left, right ast.Node) (intNode, bool) {
 	if l == nil || r == nil {
 		return nil, false
 	}
-	switch op {
-	case "+":
-		return func(f *frame) (int64, bool) {
-			a, ok := l(f)
-			if !ok {
-				return 0, false
-			}
-			b, ok := r(f)
-			if !ok {
-				return 0, false
-			}
-			s := a + b
-			if (a >= 0) == (b >= 0) && (s >= 0) != (a >= 0) {
-				return 0, false
-			}
-			return s, true
-		}, true
-	case "-":
-		return func(f *frame) (int64, bool) {
-			a, ok := l(f)
-			if !ok {
-				return 0, false
-			}
-			b, ok := r(f)
-			if !ok {
-				return 0, false
-			}
-			d := a - b
-			if (a^b)&(a^d) < 0 {
-				return 0, false
-			}
-			return d, true
-		}, true
-	case "*":
-		return func(f *frame) (int64, bool) {
-			a, ok := l(f)
-			if !ok {
-				return 0, false
-			}
-			b, ok := r(f)
-			if !ok {
-				return 0, false
-			}
-			if a == 0 || b == 0 {
-				return 0, true
-			}
-			p := a * b
-			if p/b != a || (a == -1 && b == math.MinInt64) || (b == -1 && a == math.MinInt64) {
-				return 0, false
-			}
-			return p, true
-		}, true
-	}
-	// %: as opMod on two integers.
+	k := op[0]
 	return func(f *frame) (int64, bool) {
 		a, ok := l(f)
 		if !ok {
 			return 0, false
 		}
 		b, ok := r(f)
-		if !ok || b == 0 {
+		if !ok {
 			return 0, false
 		}
-		if b == -1 {
-			return 0, true // MinInt64 % -1 would trap
+		switch k {
+		case '+':
+			return addInt(a, b)
+		case '-':
+			return subInt(a, b)
+		case '*':
+			return mulInt(a, b)
+		}
+		if b == 0 {
+			return 0, false // the generic % says "modulo by zero"
 		}
 		return a % b, true
 	}, true

@@ -149,8 +149,8 @@ func opAdd(a, b record.Value) (record.Value, error) {
 			return record.Value{}, err
 		}
 		if fa == record.IntForm && fb == record.IntForm {
-			s := ia + ib
-			if (ia >= 0) == (ib >= 0) && (s >= 0) != (ia >= 0) {
+			s, ok := addInt(ia, ib)
+			if !ok {
 				return record.Value{}, overflow("+", a, b)
 			}
 			return record.IntValue(s), nil
@@ -182,8 +182,8 @@ func opSub(a, b record.Value) (record.Value, error) {
 			return record.Value{}, err
 		}
 		if fa == record.IntForm && fb == record.IntForm {
-			d := ia - ib
-			if (ia^ib)&(ia^d) < 0 {
+			d, ok := subInt(ia, ib)
+			if !ok {
 				return record.Value{}, overflow("-", a, b)
 			}
 			return record.IntValue(d), nil
@@ -213,11 +213,8 @@ func opMul(a, b record.Value) (record.Value, error) {
 			return record.Value{}, err
 		}
 		if fa == record.IntForm && fb == record.IntForm {
-			if ia == 0 || ib == 0 {
-				return record.IntValue(0), nil
-			}
-			p := ia * ib
-			if p/ib != ia || (ia == -1 && ib == math.MinInt64) || (ib == -1 && ia == math.MinInt64) {
+			p, ok := mulInt(ia, ib)
+			if !ok {
 				return record.Value{}, overflow("*", a, b)
 			}
 			return record.IntValue(p), nil
@@ -291,9 +288,6 @@ func opMod(a, b record.Value) (record.Value, error) {
 			if y == 0 {
 				return record.Value{}, errorf("integer modulo by zero: %s %% %s", show(a), show(b))
 			}
-			if y == -1 {
-				return record.IntValue(0), nil
-			}
 			return record.IntValue(x % y), nil
 		}
 	}
@@ -345,10 +339,11 @@ func opNeg(a record.Value) (record.Value, error) {
 	f, i, x := a.Form()
 	switch f {
 	case record.IntForm:
-		if i == math.MinInt64 {
+		n, ok := negInt(i)
+		if !ok {
 			return record.Value{}, errorf("integer overflow: -(%s) does not fit int64", show(a))
 		}
-		return record.IntValue(-i), nil
+		return record.IntValue(n), nil
 	case record.FloatForm:
 		return record.FloatValue(-x), nil
 	}
