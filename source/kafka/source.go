@@ -9,9 +9,10 @@
 //
 // # Who calls the Host, and when
 //
-// connector.Host must be called from the goroutine that polls, because the
-// runtime issues acknowledgement references for a returned batch on that
-// goroutine right after Poll returns, with no lock. franz-go reports
+// connector.Host is safe from any goroutine, but the order of the calls
+// matters: a batch of a partition revoked before the batch reached the
+// runtime stops the run, so a partition must not be revoked between Poll
+// returning its batch and the runtime issuing it. franz-go reports
 // rebalances from its own goroutine, so the source uses
 // kgo.BlockRebalanceOnPoll to order the two:
 //
@@ -32,7 +33,15 @@
 // until the in-flight batches of the partitions are resolved and the final
 // watermarks are committed, so the next owner starts exactly there. One call
 // names every partition of the rebalance that was handed out, so they drain
-// together under one deadline (Lost likewise).
+// together under one deadline (Lost likewise). A graceful stop of the
+// pipeline while such a Revoke waits does not cut it short.
+//
+// # Across a reload
+//
+// Detach and Reattach (connector.Detacher) hand the member from one run of
+// the pipeline to the next without leaving the group: between them there is
+// no Host, every partition is taken back and handed to the next run again at
+// its last committed offset, and a partition lost meanwhile is forgotten.
 //
 // # Partition ids
 //
