@@ -194,11 +194,21 @@ func TestHandoverNotAfterAFailure(t *testing.T) {
 	held := &heldSource{}
 	h := pipeline.NewHandover()
 	sp := heldSpec(held, &conformance.MemSink{}, 1)
-	sp.Sinks[0].Sink = &conformance.FaultSink{Sink: &conformance.MemSink{}, OnFlush: func() error { return errors.New("flush refused") }}
+	// The first flush waits until the run was asked to hand the source on
+	// (as a reload asks while the run goes), then fails: the run halts.
+	flushing, kept := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	sp.Sinks[0].Sink = &conformance.FaultSink{Sink: &conformance.MemSink{}, OnFlush: func() error {
+		once.Do(func() { close(flushing); <-kept })
+		return errors.New("flush refused")
+	}}
 	sp.Sinks[0].OnFailure = pipeline.Halt
+	done := make(chan error, 1)
+	go func() { done <- pipeline.Run(context.Background(), sp, quiet, pipeline.WithHandover(h)) }()
+	<-flushing
 	h.Keep("held")
-	err := pipeline.Run(context.Background(), sp, quiet, pipeline.WithHandover(h))
-	if err == nil {
+	close(kept)
+	if err := <-done; err == nil {
 		t.Fatal("the run did not fail")
 	}
 	if held.detaches.Load() != 0 || held.closes.Load() != 1 || len(h.Kept()) != 0 {
