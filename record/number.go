@@ -288,6 +288,9 @@ func shorten(s string) string {
 // appendFloat appends f as encoding/json writes a float64: the shortest
 // form, with an exponent only for very large or small magnitudes.
 func appendFloat(dst []byte, f float64) []byte {
+	if d, ok := appendShortDecimal(dst, f); ok {
+		return d
+	}
 	abs := math.Abs(f)
 	fmtc := byte('f')
 	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {

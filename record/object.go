@@ -104,9 +104,38 @@ func (o *Obj) findEdit(name string) int {
 
 // lastMember returns the index of the last member named name, or -1.
 func (o *Obj) lastMember(name string) int {
+	raw, t := o.raw, keyTag(name)
 	for i := len(o.members) - 1; i >= 0; i-- {
-		if o.members[i].is(o.raw, name) {
+		m := &o.members[i]
+		if m.esc {
+			if m.escapedIs(raw, name) {
+				return i
+			}
+			continue
+		}
+		if m.tag == t && string(raw[m.ks+1:m.ke-1]) == name {
 			return i
+		}
+	}
+	return -1
+}
+
+// editNaming returns the index of the change naming m, or -1. tags are the
+// keyTags of the changes' names.
+func (o *Obj) editNaming(m *member, tags []uint32) int {
+	if m.esc {
+		name := decodeKey(o.raw[m.ks:m.ke])
+		for k := range o.edits {
+			if o.edits[k].name == name {
+				return k
+			}
+		}
+		return -1
+	}
+	key := o.raw[m.ks+1 : m.ke-1]
+	for k, t := range tags {
+		if t == m.tag && o.edits[k].name == string(key) {
+			return k
 		}
 	}
 	return -1
@@ -222,86 +251,128 @@ func (o *Obj) AppendJSON(dst []byte) []byte {
 	}
 	// The same walk as write, without a callback: this is every map's
 	// output.
-	var posBuf [8]int32
+	var orderBuf [8]placed
 	var dropBuf [16]int32
-	pos, drop := o.layout(posBuf[:0], dropBuf[:0])
+	order, drop := o.layout(orderBuf[:0], dropBuf[:0])
 	dst = append(dst, '{')
 	first := true
-	next := 0 // the first of drop not yet passed
-	for i := range o.members {
+	next, nd := 0, 0 // the first of order and of drop not yet written or passed
+	for i := 0; i < len(o.members); {
 		m := &o.members[i]
-		for k, p := range pos {
-			if p == int32(i) {
-				e := &o.edits[k]
-				if !first {
-					dst = append(dst, ',')
-				}
-				first = false
-				if !e.moved && m.is(o.raw, e.name) {
-					dst = append(dst, o.raw[m.ks:m.ke]...)
-				} else {
-					dst = AppendString(dst, e.name)
-				}
-				dst = append(dst, ':')
-				dst = e.val.AppendJSON(dst)
-			}
-		}
-		if next < len(drop) && drop[next] == int32(i) {
+		for next < len(order) && order[next].at == int32(i) {
+			e := &o.edits[order[next].k]
 			next++
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			if !e.moved && m.is(o.raw, e.name) {
+				dst = append(dst, o.raw[m.ks:m.ke]...)
+			} else {
+				dst = AppendString(dst, e.name)
+			}
+			dst = append(dst, ':')
+			dst = e.val.AppendJSON(dst)
+		}
+		if nd < len(drop) && drop[nd] == int32(i) {
+			nd++
+			i++
 			continue
+		}
+		// The members from i up to the next change are copied as read, in
+		// one piece while nothing but a comma lies between them.
+		end := int32(len(o.members))
+		if next < len(order) && order[next].at < end {
+			end = order[next].at
+		}
+		if nd < len(drop) && drop[nd] < end {
+			end = drop[nd]
+		}
+		j := i + 1
+		for j < int(end) && o.members[j].ks == o.members[j-1].ve+1 {
+			j++
 		}
 		if !first {
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = append(dst, o.raw[m.ks:m.ve]...)
+		dst = append(dst, o.raw[m.ks:o.members[j-1].ve]...)
+		i = j
 	}
-	for k, p := range pos {
-		if p == -1 && !o.edits[k].del {
-			if !first {
-				dst = append(dst, ',')
-			}
-			first = false
-			dst = AppendString(dst, o.edits[k].name)
-			dst = append(dst, ':')
-			dst = o.edits[k].val.AppendJSON(dst)
+	for ; next < len(order); next++ {
+		e := &o.edits[order[next].k]
+		if !first {
+			dst = append(dst, ',')
 		}
+		first = false
+		dst = AppendString(dst, e.name)
+		dst = append(dst, ':')
+		dst = e.val.AppendJSON(dst)
 	}
 	return append(dst, '}')
 }
 
+// placed is where a change is written: in the place of the read member at,
+// or after the read members (at is appended).
+type placed struct{ at, k int32 }
+
+// appended is the place of a change written after the read members.
+const appended = 1<<31 - 1
+
 // layout returns where o's changes go when it is written out, in one pass
-// that matches every read member against every changed name once: for each
-// edit, the index of the read member whose place its value takes, or -1 for
-// after them (and for a deletion); and the indexes of the read members not
-// written as read because a change names them, in order. pos and drop are
-// buffers to append to.
-func (o *Obj) layout(pos, drop []int32) ([]int32, []int32) {
-	for range o.edits {
-		pos = append(pos, -1)
+// that matches every read member against every changed name once: the
+// changes to write, each with the index of the read member whose place its
+// value takes (or appended), ordered by place and, within a place, as
+// made; and the indexes of the read members not written as read because a
+// change names them, in order. order and drop are buffers to append to.
+func (o *Obj) layout(order []placed, drop []int32) ([]placed, []int32) {
+	edits := o.edits
+	var tagBuf [8]uint32
+	tags := tagBuf[:0]
+	var names uint64 // a bit for each changed name's tag: most members are in none
+	for k := range edits {
+		order = append(order, placed{-1, int32(k)})
+		t := keyTag(edits[k].name)
+		tags = append(tags, t)
+		names |= tagBit(t)
 	}
 	for i := range o.members {
 		m := &o.members[i]
-		n := int(m.ke - m.ks - 2) // the length of an unescaped key
-		for k := range o.edits {
-			e := &o.edits[k]
-			if !m.esc && n != len(e.name) {
-				continue
-			}
-			if m.is(o.raw, e.name) {
-				drop = append(drop, int32(i)) // one change at most names it
-				if !e.del && e.at == -1 {
-					pos[k] = int32(i) // the last member of the name wins
-				}
-			}
+		if !m.esc && names&tagBit(m.tag) == 0 {
+			continue
+		}
+		k := o.editNaming(m, tags) // names are unique: one at most
+		if k < 0 {
+			continue
+		}
+		drop = append(drop, int32(i))
+		if e := &edits[k]; !e.del && e.at == -1 {
+			order[k].at = int32(i) // the last member of the name wins
 		}
 	}
-	for k := range o.edits {
-		if e := &o.edits[k]; e.at >= 0 { // set by a rename, never deleted
-			pos[k] = e.at
+	w := 0
+	for k := range order {
+		e := &o.edits[k]
+		switch {
+		case e.at >= 0: // set by a rename, never deleted
+			order[k].at = e.at
+		case e.del:
+			continue
+		case order[k].at < 0:
+			order[k].at = appended
+		}
+		order[w] = order[k]
+		w++
+	}
+	order = order[:w]
+	// Few changes: an insertion sort, which keeps the order they were made
+	// in within a place.
+	for k := 1; k < len(order); k++ {
+		for j := k; j > 0 && order[j].at < order[j-1].at; j-- {
+			order[j], order[j-1] = order[j-1], order[j]
 		}
 	}
-	return pos, drop
+	return order, drop
 }
 
 // write walks o's members as they are written out. For a member copied as
@@ -321,26 +392,25 @@ func (o *Obj) write(semantic bool, fn func(name string, key []byte, m *member, v
 		}
 		return
 	}
-	var posBuf [8]int32
+	var orderBuf [8]placed
 	var dropBuf [16]int32
-	pos, drop := o.layout(posBuf[:0], dropBuf[:0])
-	next := 0 // the first of drop not yet passed
+	order, drop := o.layout(orderBuf[:0], dropBuf[:0])
+	next, nd := 0, 0 // the first of order and of drop not yet given or passed
 	for i := range o.members {
 		m := &o.members[i]
-		for k := range o.edits {
-			if pos[k] == int32(i) {
-				e := &o.edits[k]
-				var key []byte
-				if !e.moved && m.is(o.raw, e.name) {
-					key = o.raw[m.ks:m.ke]
-				}
-				if !fn(e.name, key, nil, &e.val) {
-					return
-				}
+		for next < len(order) && order[next].at == int32(i) {
+			e := &o.edits[order[next].k]
+			next++
+			var key []byte
+			if !e.moved && m.is(o.raw, e.name) {
+				key = o.raw[m.ks:m.ke]
+			}
+			if !fn(e.name, key, nil, &e.val) {
+				return
 			}
 		}
-		if next < len(drop) && drop[next] == int32(i) {
-			next++
+		if nd < len(drop) && drop[nd] == int32(i) {
+			nd++
 			continue
 		}
 		if semantic && !o.isLastOf(i) {
@@ -350,11 +420,10 @@ func (o *Obj) write(semantic bool, fn func(name string, key []byte, m *member, v
 			return
 		}
 	}
-	for k := range o.edits {
-		if pos[k] == -1 && !o.edits[k].del {
-			if !fn(o.edits[k].name, nil, nil, &o.edits[k].val) {
-				return
-			}
+	for ; next < len(order); next++ {
+		e := &o.edits[order[next].k]
+		if !fn(e.name, nil, nil, &e.val) {
+			return
 		}
 	}
 }

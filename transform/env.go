@@ -18,6 +18,7 @@ type env struct {
 	vals  []record.Value
 	found []bool
 	obj   record.Obj
+	slots []fieldSlot
 	// scratch holds the bytes of the strings the evaluations of one record
 	// build (see stringValue in fast.go).
 	scratch []byte
@@ -40,6 +41,7 @@ func putEnv(e *env) {
 	// Nothing of the record may outlive its evaluation in a pooled env.
 	e.f = frame{lets: e.f.lets[:0], loops: e.f.loops[:0]}
 	clear(e.vals)
+	clear(e.slots)
 	e.obj.Reset(nil)
 	e.scratch = e.scratch[:0]
 	if cap(e.scratch) > maxScratch {
@@ -60,9 +62,19 @@ func (e *env) timestamp(r *record.Record) record.Value {
 func (e *env) frameFor(r *record.Record, obj *record.Obj) *frame {
 	f := &e.f
 	f.r, f.obj, f.e = r, obj, e
-	f.names, f.vals, f.found = nil, nil, nil
+	f.names, f.vals, f.found, f.slots = nil, nil, nil, nil
 	f.lets, f.loops = f.lets[:0], f.loops[:0]
 	return f
+}
+
+// slotsFor returns n empty field slots.
+func (e *env) slotsFor(n int) []fieldSlot {
+	if cap(e.slots) < n {
+		e.slots = make([]fieldSlot, n)
+	}
+	e.slots = e.slots[:n]
+	clear(e.slots)
+	return e.slots
 }
 
 // decide evaluates the conditions conds against r, appending the index of

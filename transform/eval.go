@@ -35,6 +35,75 @@ type frame struct {
 	lets  []record.Value
 	loops []loop
 	e     *env
+	// slots hold the fields a map's expressions read, each looked up once
+	// per record (see fieldSlots); empty for a condition's frame.
+	slots []fieldSlot
+}
+
+// fieldSlots numbers the top-level fields that the expressions of one map
+// read, across all of them: each is then looked up once per record, and an
+// integer parsed once, however many expressions read it. A map forgets a
+// slot when it sets the field (see Map.Process).
+type fieldSlots struct{ names []string }
+
+// of returns the slot of name, adding it; -1 for a nil s.
+func (s *fieldSlots) of(name string) int {
+	if s == nil {
+		return -1
+	}
+	if i := slices.Index(s.names, name); i >= 0 {
+		return i
+	}
+	s.names = append(s.names, name)
+	return len(s.names) - 1
+}
+
+// fieldSlot is a field as read in this record, once state is not slotEmpty.
+type fieldSlot struct {
+	v     record.Value
+	i     int64 // v's integer form, with slotInt
+	state uint8
+}
+
+const (
+	slotEmpty  = iota // not read yet
+	slotRead          // v is the field
+	slotInt           // v is the field, and i its integer form
+	slotNotInt        // v is the field, and it has no integer form
+)
+
+// fieldIn returns the field name, whose slot is k (-1 for none).
+func (f *frame) fieldIn(k int, name string) record.Value {
+	if uint(k) < uint(len(f.slots)) {
+		s := &f.slots[k]
+		if s.state == slotEmpty {
+			s.v, s.state = f.field(name), slotRead
+		}
+		return s.v
+	}
+	return f.field(name)
+}
+
+// intFieldIn returns the integer form of the field name, whose slot is k
+// (-1 for none), as record.Value.IntForm gives it.
+func (f *frame) intFieldIn(k int, name string) (int64, bool) {
+	if uint(k) < uint(len(f.slots)) {
+		s := &f.slots[k]
+		switch s.state {
+		case slotEmpty:
+			s.v = f.field(name)
+			fallthrough
+		case slotRead:
+			var ok bool
+			if s.i, ok = s.v.IntForm(); ok {
+				s.state = slotInt
+			} else {
+				s.state = slotNotInt
+			}
+		}
+		return s.i, s.state == slotInt
+	}
+	return f.field(name).IntForm()
 }
 
 // loop is the state of a predicate's iteration (#, #index, #acc).
@@ -80,6 +149,9 @@ type compiler struct {
 	// generic turns the fast paths off (see fast.go), for the tests that
 	// check them against the generic nodes.
 	generic bool
+	// slots numbers the fields read, shared by the expressions of one map;
+	// nil elsewhere.
+	slots *fieldSlots
 }
 
 func constant(v record.Value) node {
@@ -360,7 +432,8 @@ func (c *compiler) identifier(n *ast.IdentifierNode) (node, error) {
 	name := n.Value
 	c.needs |= needFields
 	c.fields = addName(c.fields, name)
-	return func(f *frame) (record.Value, error) { return f.field(name), nil }, nil
+	k := c.slots.of(name)
+	return func(f *frame) (record.Value, error) { return f.fieldIn(k, name), nil }, nil
 }
 
 func (c *compiler) unary(n *ast.UnaryNode) (node, error) {

@@ -142,7 +142,8 @@ func (c *compiler) read(name string) func(f *frame) record.Value {
 	case nameKey, nameHeaders, nameMeta, nameTimestamp, nameOrigin, "$env":
 		return nil
 	}
-	return func(f *frame) record.Value { return f.field(name) }
+	k := c.slots.of(name)
+	return func(f *frame) record.Value { return f.fieldIn(k, name) }
 }
 
 // intForm returns the int64 path of n, or nil if n has none. computed says
@@ -164,8 +165,8 @@ func (c *compiler) intForm(n ast.Node) (x intNode, computed bool) {
 		if c.read(n.Value) == nil {
 			return nil, false
 		}
-		name := n.Value
-		return func(f *frame) (int64, bool) { return f.field(name).IntForm() }, false
+		name, k := n.Value, c.slots.of(n.Value)
+		return func(f *frame) (int64, bool) { return f.intFieldIn(k, name) }, false
 	case *ast.UnaryNode:
 		if n.Operator != "-" {
 			return nil, false

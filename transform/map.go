@@ -2,6 +2,7 @@ package transform
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/weir-etl/weir/record"
 )
@@ -35,11 +36,15 @@ type Map struct {
 	set    []mapSet
 	rename []mapRename
 	delete []path
+	slots  fieldSlots // the fields the set expressions read
 }
 
 type mapSet struct {
 	field path
 	x     *Expr
+	// forget is the slot of the top-level field that setting field changes
+	// (see fieldSlots), or -1 when no expression reads it.
+	forget int
 }
 
 type mapRename struct{ from, to path }
@@ -53,11 +58,14 @@ func NewMap(cfg MapConfig) (*Map, error) {
 		if err != nil {
 			return nil, err
 		}
-		x, err := Compile(fmt.Sprintf("map set %q", a.Field), a.Expr)
+		x, err := compileWith(fmt.Sprintf("map set %q", a.Field), a.Expr, wantAny, &compiler{slots: &m.slots})
 		if err != nil {
 			return nil, err
 		}
-		m.set = append(m.set, mapSet{p, x})
+		m.set = append(m.set, mapSet{field: p, x: x})
+	}
+	for i := range m.set {
+		m.set[i].forget = slices.Index(m.slots.names, m.set[i].field[0])
 	}
 	targets := make(map[string]string)
 	for _, r := range cfg.Rename {
@@ -99,7 +107,9 @@ func (m *Map) Process(in *record.Record, out []record.Record) ([]record.Record, 
 		return out, fmt.Errorf("transform: map: %w", err)
 	}
 	f := e.frameFor(in, o)
-	for _, s := range m.set {
+	f.slots = e.slotsFor(len(m.slots.names))
+	for i := range m.set {
+		s := &m.set[i]
 		v, err := s.x.eval(f)
 		if err != nil {
 			return out, err
@@ -109,6 +119,9 @@ func (m *Map) Process(in *record.Record, out []record.Record) ([]record.Record, 
 		// change both.
 		if err := s.field.set(o, own(v)); err != nil {
 			return out, err
+		}
+		if s.forget >= 0 {
+			f.slots[s.forget].state = slotEmpty
 		}
 	}
 	for _, r := range m.rename {
