@@ -205,6 +205,9 @@ func (c *compiler) intBinary(op string, left, right ast.Node) (intNode, bool) {
 		return nil, false
 	}
 	k := op[0]
+	if n, ok := right.(*ast.IntegerNode); ok {
+		return intByConstant(k, l, int64(n.Value)), true
+	}
 	return func(f *frame) (int64, bool) {
 		a, ok := l(f)
 		if !ok {
@@ -227,6 +230,43 @@ func (c *compiler) intBinary(op string, left, right ast.Node) (intNode, bool) {
 		}
 		return a % b, true
 	}, true
+}
+
+// intByConstant is intBinary's path when the right operand is the
+// constant b, which saves a call per operation: most arithmetic has one.
+func intByConstant(k byte, l intNode, b int64) intNode {
+	switch k {
+	case '+':
+		return func(f *frame) (int64, bool) {
+			if a, ok := l(f); ok {
+				return addInt(a, b)
+			}
+			return 0, false
+		}
+	case '-':
+		return func(f *frame) (int64, bool) {
+			if a, ok := l(f); ok {
+				return subInt(a, b)
+			}
+			return 0, false
+		}
+	case '*':
+		return func(f *frame) (int64, bool) {
+			if a, ok := l(f); ok {
+				return mulInt(a, b)
+			}
+			return 0, false
+		}
+	}
+	if b == 0 {
+		return func(*frame) (int64, bool) { return 0, false } // the generic % says "modulo by zero"
+	}
+	return func(f *frame) (int64, bool) {
+		if a, ok := l(f); ok {
+			return a % b, true
+		}
+		return 0, false
+	}
 }
 
 // intOperands returns the integer forms of both operands of n and n's
@@ -255,6 +295,15 @@ func (c *compiler) specialiseDiv(n *ast.BinaryNode) (node, error) {
 		return nil, err
 	}
 	const exact = 1 << 53
+	if n, ok := n.Right.(*ast.IntegerNode); ok && n.Value != 0 && n.Value >= -exact && n.Value <= exact {
+		b := float64(n.Value) // a constant divisor: a call less
+		return func(f *frame) (record.Value, error) {
+			if a, ok := l(f); ok && a >= -exact && a <= exact {
+				return record.FloatValue(float64(a) / b), nil
+			}
+			return generic(f)
+		}, nil
+	}
 	return func(f *frame) (record.Value, error) {
 		if a, ok := l(f); ok && a >= -exact && a <= exact {
 			if b, ok := r(f); ok && b != 0 && b >= -exact && b <= exact {
@@ -342,6 +391,10 @@ func (c *compiler) strForm(n ast.Node) (s strNode, built bool) {
 		r, _ := c.strForm(n.Right)
 		if l == nil || r == nil {
 			return nil, false
+		}
+		if k, ok := n.Left.(*ast.StringNode); ok { // a constant prefix: a call less
+			prefix := k.Value
+			return func(f *frame, dst []byte) ([]byte, bool) { return r(f, append(dst, prefix...)) }, true
 		}
 		return func(f *frame, dst []byte) ([]byte, bool) {
 			dst, ok := l(f, dst)
