@@ -249,8 +249,104 @@ func (o *Obj) AppendJSON(dst []byte) []byte {
 	if !o.Changed() {
 		return append(dst, o.raw...)
 	}
-	// The same walk as write, without a callback: this is every map's
-	// output.
+	if out, ok := o.appendInPlace(dst); ok {
+		return out
+	}
+	return o.appendLaidOut(dst)
+}
+
+// appendInPlace appends o as JSON to dst when every change sets or deletes
+// a member of its own name and no name changed is read more than once: the
+// output of most maps, written in one walk over the members that looks for
+// the changed names as it goes (by their tags, see keyTag and tagBit)
+// rather than laying the changes out first. Otherwise it reports false and
+// dst is as it was.
+func (o *Obj) appendInPlace(dst []byte) ([]byte, bool) {
+	edits, raw := o.edits, o.raw
+	var tagBuf [8]uint32
+	var seenBuf [8]bool
+	tags, seen := tagBuf[:0], seenBuf[:0]
+	var names uint64 // a bit for each changed name's tag: most members are in none
+	for k := range edits {
+		if edits[k].at != -1 { // renamed
+			return dst, false
+		}
+		t := keyTag(edits[k].name)
+		tags = append(tags, t)
+		seen = append(seen, false)
+		names |= tagBit(t)
+	}
+	start := len(dst)
+	dst = append(dst, '{')
+	first := true
+	rs, re := int32(0), int32(-1) // the members copied as read not yet written: raw[rs:re]
+	for i := range o.members {
+		m := &o.members[i]
+		k := -1
+		if m.esc || names&tagBit(m.tag) != 0 {
+			k = o.editNaming(m, tags)
+		}
+		if k < 0 {
+			if m.ks == re+1 { // nothing but a comma since the last one
+				re = m.ve
+				continue
+			}
+			if re > rs {
+				if !first {
+					dst = append(dst, ',')
+				}
+				first = false
+				dst = append(dst, raw[rs:re]...)
+			}
+			rs, re = m.ks, m.ve
+			continue
+		}
+		if seen[k] { // the name is read twice
+			return dst[:start], false
+		}
+		seen[k] = true
+		if re > rs {
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = append(dst, raw[rs:re]...)
+		}
+		rs, re = 0, -1
+		if e := &edits[k]; !e.del {
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = append(dst, raw[m.ks:m.ke]...)
+			dst = append(dst, ':')
+			dst = e.val.AppendJSON(dst)
+		}
+	}
+	if re > rs {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = append(dst, raw[rs:re]...)
+	}
+	for k := range edits {
+		if e := &edits[k]; !seen[k] && !e.del {
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = AppendString(dst, e.name)
+			dst = append(dst, ':')
+			dst = e.val.AppendJSON(dst)
+		}
+	}
+	return append(dst, '}'), true
+}
+
+// appendLaidOut appends o as JSON to dst, for any changes: the same walk as
+// write, without a callback.
+func (o *Obj) appendLaidOut(dst []byte) []byte {
 	var orderBuf [8]placed
 	var dropBuf [16]int32
 	order, drop := o.layout(orderBuf[:0], dropBuf[:0])
