@@ -104,16 +104,9 @@ func (o *Obj) findEdit(name string) int {
 
 // lastMember returns the index of the last member named name, or -1.
 func (o *Obj) lastMember(name string) int {
-	raw, t := o.raw, keyTag(name)
-	for i := len(o.members) - 1; i >= 0; i-- {
-		m := &o.members[i]
-		if m.esc {
-			if m.escapedIs(raw, name) {
-				return i
-			}
-			continue
-		}
-		if m.tag == t && string(raw[m.ks+1:m.ke-1]) == name {
+	members, t := o.members, keyTag(name)
+	for i := len(members) - 1; i >= 0; i-- {
+		if m := &members[i]; (m.tag == t || m.esc) && m.is(o.raw, name) {
 			return i
 		}
 	}
@@ -279,56 +272,40 @@ func (o *Obj) appendInPlace(dst []byte) ([]byte, bool) {
 	start := len(dst)
 	dst = append(dst, '{')
 	first := true
-	rs, re := int32(0), int32(-1) // the members copied as read not yet written: raw[rs:re]
-	for i := range o.members {
-		m := &o.members[i]
-		k := -1
+	members := o.members
+	for i := 0; i < len(members); {
+		m := &members[i]
 		if m.esc || names&tagBit(m.tag) != 0 {
-			k = o.editNaming(m, tags)
-		}
-		if k < 0 {
-			if m.ks == re+1 { // nothing but a comma since the last one
-				re = m.ve
+			if k := o.editNaming(m, tags); k >= 0 {
+				if seen[k] { // the name is read twice
+					return dst[:start], false
+				}
+				seen[k] = true
+				if e := &edits[k]; !e.del {
+					if !first {
+						dst = append(dst, ',')
+					}
+					first = false
+					dst = append(dst, raw[m.ks:m.ke]...)
+					dst = append(dst, ':')
+					dst = e.val.appendJSON(dst)
+				}
+				i++
 				continue
 			}
-			if re > rs {
-				if !first {
-					dst = append(dst, ',')
-				}
-				first = false
-				dst = append(dst, raw[rs:re]...)
-			}
-			rs, re = m.ks, m.ve
-			continue
 		}
-		if seen[k] { // the name is read twice
-			return dst[:start], false
+		// The members from i copied as read, in one piece while nothing
+		// but a comma lies between them and no change may name them.
+		j := i + 1
+		for j < len(members) && members[j].ks == members[j-1].ve+1 && !members[j].esc && names&tagBit(members[j].tag) == 0 {
+			j++
 		}
-		seen[k] = true
-		if re > rs {
-			if !first {
-				dst = append(dst, ',')
-			}
-			first = false
-			dst = append(dst, raw[rs:re]...)
-		}
-		rs, re = 0, -1
-		if e := &edits[k]; !e.del {
-			if !first {
-				dst = append(dst, ',')
-			}
-			first = false
-			dst = append(dst, raw[m.ks:m.ke]...)
-			dst = append(dst, ':')
-			dst = e.val.AppendJSON(dst)
-		}
-	}
-	if re > rs {
 		if !first {
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = append(dst, raw[rs:re]...)
+		dst = append(dst, raw[m.ks:members[j-1].ve]...)
+		i = j
 	}
 	for k := range edits {
 		if e := &edits[k]; !seen[k] && !e.del {
@@ -338,7 +315,7 @@ func (o *Obj) appendInPlace(dst []byte) ([]byte, bool) {
 			first = false
 			dst = AppendString(dst, e.name)
 			dst = append(dst, ':')
-			dst = e.val.AppendJSON(dst)
+			dst = e.val.appendJSON(dst)
 		}
 	}
 	return append(dst, '}'), true
@@ -368,7 +345,7 @@ func (o *Obj) appendLaidOut(dst []byte) []byte {
 				dst = AppendString(dst, e.name)
 			}
 			dst = append(dst, ':')
-			dst = e.val.AppendJSON(dst)
+			dst = e.val.appendJSON(dst)
 		}
 		if nd < len(drop) && drop[nd] == int32(i) {
 			nd++
@@ -403,7 +380,7 @@ func (o *Obj) appendLaidOut(dst []byte) []byte {
 		first = false
 		dst = AppendString(dst, e.name)
 		dst = append(dst, ':')
-		dst = e.val.AppendJSON(dst)
+		dst = e.val.appendJSON(dst)
 	}
 	return append(dst, '}')
 }
@@ -546,7 +523,11 @@ func (o *Obj) isLastOf(i int) bool {
 }
 
 // AppendJSON appends v as JSON to dst.
-func (v Value) AppendJSON(dst []byte) []byte {
+func (v Value) AppendJSON(dst []byte) []byte { return v.appendJSON(dst) }
+
+// appendJSON is AppendJSON without copying v: the writers of objects and
+// arrays call it for every value they hold.
+func (v *Value) appendJSON(dst []byte) []byte {
 	switch v.kind {
 	case Null:
 		return append(dst, "null"...)
@@ -558,7 +539,7 @@ func (v Value) AppendJSON(dst []byte) []byte {
 	case Int:
 		return appendInt(dst, int64(v.n))
 	case Float:
-		return appendFloat(dst, floatOf(v))
+		return appendFloat(dst, floatOf(*v))
 	case Number:
 		return append(dst, v.s...)
 	case String:
@@ -581,7 +562,7 @@ func (v Value) AppendJSON(dst []byte) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = e[i].AppendJSON(dst)
+			dst = e[i].appendJSON(dst)
 		}
 		return append(dst, ']')
 	case Time:

@@ -110,9 +110,9 @@ func (m *Map) Process(in *record.Record, out []record.Record) ([]record.Record, 
 	f.slots = e.slotsFor(len(m.slots.names))
 	for i := range m.set {
 		s := &m.set[i]
-		v, err := s.x.eval(f)
+		v, err := s.x.root(f) // eval, written out: a call less per field
 		if err != nil {
-			return out, err
+			return out, s.x.recordError(err)
 		}
 		// A value the expression built, or an object of the record that it
 		// changed, must not be shared by two fields: changing one would
