@@ -125,9 +125,19 @@ func appendCodePoint(b []byte, r rune) []byte {
 // AppendString appends s to dst as a JSON string (see the comment at the
 // top of this file for what is escaped).
 func AppendString(dst []byte, s string) []byte {
+	// Most strings need no escape: found in one loop over a table, and
+	// written in one piece.
+	n := 0
+	for n < len(s) && asIs[s[n]] {
+		n++
+	}
 	dst = append(dst, '"')
+	if n == len(s) {
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
 	start := 0
-	for i := 0; i < len(s); {
+	for i := n; i < len(s); {
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' {
 			if c == 0xed && i+2 < len(s) && s[i+1] >= 0xa0 && s[i+1] <= 0xbf && s[i+2] >= 0x80 && s[i+2] <= 0xbf {
@@ -167,3 +177,13 @@ func AppendString(dst []byte, s string) []byte {
 }
 
 const hexDigit = "0123456789abcdef"
+
+// asIs marks the bytes AppendString writes as they are wherever they are:
+// not a quote, a backslash or a control character, nor the first byte of
+// an encoded surrogate (0xed), which AppendString looks at more closely.
+var asIs = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\' && c != 0xed
+	}
+	return t
+}()
