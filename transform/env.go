@@ -22,6 +22,12 @@ type env struct {
 	// scratch holds the bytes of the strings the evaluations of one record
 	// build (see stringValue in fast.go).
 	scratch []byte
+	// slab is where a map writes the values of the records it changed:
+	// each takes the piece after the one before, so that a new value costs
+	// no allocation of its own (see written). slab[:used] belongs to those
+	// records.
+	slab []byte
+	used int
 
 	// Boxing a time allocates, so the boxed timestamp is kept for as long as
 	// records carry the same one, which is common (a batch's records share
@@ -65,6 +71,32 @@ func (e *env) frameFor(r *record.Record, obj *record.Obj) *frame {
 	f.names, f.vals, f.found, f.slots = nil, nil, nil, nil
 	f.lets, f.loops = f.lets[:0], f.loops[:0]
 	return f
+}
+
+// slabSize is the size of the arrays the values a map writes are cut from:
+// large enough that allocating one is rare (a few hundred small records
+// share it), small enough that a record kept long after the others keeps
+// little memory alive with it.
+const slabSize = 16 << 10
+
+// written returns o written out, in bytes the record may keep: a piece of
+// e's slab, with no room after it (so that nothing appended to it can
+// reach the next piece), or an array of its own when the slab has no room.
+// size is what o is expected to take.
+func (e *env) written(o *record.Obj, size int) []byte {
+	if len(e.slab)-e.used < size {
+		if size > slabSize/4 { // a large value: an array of its own
+			out := o.AppendJSON(make([]byte, 0, size))
+			return out[:len(out):len(out)]
+		}
+		e.slab, e.used = make([]byte, slabSize), 0
+	}
+	free := e.slab[e.used:e.used:len(e.slab)]
+	out := o.AppendJSON(free)
+	if cap(out) == cap(free) { // written in the slab, not outgrown
+		e.used += len(out)
+	}
+	return out[:len(out):len(out)]
 }
 
 // slotsFor returns n empty field slots.

@@ -138,7 +138,7 @@ func (m *Map) Process(in *record.Record, out []record.Record) ([]record.Record, 
 		p.remove(o)
 	}
 	if o.Changed() {
-		in.Replace(o.AppendJSON(make([]byte, 0, len(in.Bytes())+32)), true)
+		in.Replace(e.written(o, len(in.Bytes())+32), true)
 	}
 	return appendPassed(out, in), nil
 }
