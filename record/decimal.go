@@ -31,29 +31,30 @@ var (
 // k ≤ shortDecimals; otherwise it appends nothing and reports false. Zero
 // is left to strconv, which writes -0 as "-0".
 func appendShortDecimal(dst []byte, f float64) ([]byte, bool) {
+	start := len(dst)
+	if f < 0 {
+		dst = append(dst, '-')
+		f = -f
+	}
 	if f == 0 {
 		return dst, false
 	}
 	for k, p := range pow10f {
 		t := f * p
-		if !(t > -1e15 && t < 1e15) { // also NaN
-			return dst, false
+		if !(t < 1e15) { // also NaN
+			break
 		}
 		m := math.RoundToEven(t)
 		if m/p == f {
 			return appendDecimal(dst, int64(m), k), true
 		}
 	}
-	return dst, false
+	return dst[:start], false
 }
 
-// appendDecimal appends m·10^-k with exactly k decimals.
+// appendDecimal appends m·10^-k, m ≥ 0, with exactly k decimals.
 func appendDecimal(dst []byte, m int64, k int) []byte {
-	neg := m < 0
-	if neg {
-		m = -m
-	}
-	var buf [24]byte // a sign, 15 digits and a point at most
+	var buf [24]byte // 15 digits and a point at most
 	i := len(buf)
 	if k > 0 {
 		frac := m % pow10i[k]
@@ -73,10 +74,6 @@ func appendDecimal(dst []byte, m int64, k int) []byte {
 		if m == 0 {
 			break
 		}
-	}
-	if neg {
-		i--
-		buf[i] = '-'
 	}
 	return append(dst, buf[i:]...)
 }

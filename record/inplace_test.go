@@ -148,3 +148,33 @@ func TestObjInPlaceManyChanges(t *testing.T) {
 		t.Fatalf("in place %s\nlaid out %s", got, want)
 	}
 }
+
+// Guarantee: the members of a built object are added, not read: renaming
+// one keeps its place among them.
+func TestBuiltObjRenameKeepsThePlace(t *testing.T) {
+	o := record.SortedObj(map[string]record.Value{"a": record.IntValue(1), "b": record.IntValue(2), "c": record.IntValue(3)})
+	o.Rename("a", "z")
+	if got, want := string(o.AppendJSON(nil)), `{"z":1,"b":2,"c":3}`; got != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+}
+
+// Guarantee: the empty name is a name like any other: read, set in its
+// place and deleted.
+func TestObjEmptyName(t *testing.T) {
+	o, err := record.ParseObj([]byte(`{"":1,"a":2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := o.Get(""); !ok || string(v.AppendJSON(nil)) != "1" {
+		t.Fatalf(`Get("") = %s, %v`, v.AppendJSON(nil), ok)
+	}
+	o.Set("", record.IntValue(5))
+	if got, want := string(o.AppendJSON(nil)), `{"":5,"a":2}`; got != want {
+		t.Fatalf("set: got %s, want %s", got, want)
+	}
+	o.Delete("")
+	if got, want := string(o.AppendJSON(nil)), `{"a":2}`; got != want {
+		t.Fatalf("delete: got %s, want %s", got, want)
+	}
+}

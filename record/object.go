@@ -330,7 +330,7 @@ func (o *Obj) appendLaidOut(dst []byte) []byte {
 	dst = append(dst, '{')
 	first := true
 	next, nd := 0, 0 // the first of order and of drop not yet written or passed
-	for i := 0; i < len(o.members); {
+	for i := range o.members {
 		m := &o.members[i]
 		for next < len(order) && order[next].at == int32(i) {
 			e := &o.edits[order[next].k]
@@ -349,28 +349,13 @@ func (o *Obj) appendLaidOut(dst []byte) []byte {
 		}
 		if nd < len(drop) && drop[nd] == int32(i) {
 			nd++
-			i++
 			continue
-		}
-		// The members from i up to the next change are copied as read, in
-		// one piece while nothing but a comma lies between them.
-		end := int32(len(o.members))
-		if next < len(order) && order[next].at < end {
-			end = order[next].at
-		}
-		if nd < len(drop) && drop[nd] < end {
-			end = drop[nd]
-		}
-		j := i + 1
-		for j < int(end) && o.members[j].ks == o.members[j-1].ve+1 {
-			j++
 		}
 		if !first {
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = append(dst, o.raw[m.ks:o.members[j-1].ve]...)
-		i = j
+		dst = append(dst, o.raw[m.ks:m.ve]...)
 	}
 	for ; next < len(order); next++ {
 		e := &o.edits[order[next].k]

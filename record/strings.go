@@ -139,8 +139,12 @@ func AppendString(dst []byte, s string) []byte {
 	start := 0
 	for i := n; i < len(s); {
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			if c == 0xed && i+2 < len(s) && s[i+1] >= 0xa0 && s[i+1] <= 0xbf && s[i+2] >= 0x80 && s[i+2] <= 0xbf {
+		if asIs[c] {
+			i++
+			continue
+		}
+		if c == 0xed {
+			if i+2 < len(s) && s[i+1] >= 0xa0 && s[i+1] <= 0xbf && s[i+2] >= 0x80 && s[i+2] <= 0xbf {
 				// A surrogate decoded from an escape: escape it again.
 				dst = append(dst, s[start:i]...)
 				r := rune(c&0x0f)<<12 | rune(s[i+1]&0x3f)<<6 | rune(s[i+2]&0x3f)
@@ -149,7 +153,7 @@ func AppendString(dst []byte, s string) []byte {
 				start = i
 				continue
 			}
-			i++
+			i++ // any other 0xed is written as it is
 			continue
 		}
 		dst = append(dst, s[start:i]...)
@@ -180,7 +184,8 @@ const hexDigit = "0123456789abcdef"
 
 // asIs marks the bytes AppendString writes as they are wherever they are:
 // not a quote, a backslash or a control character, nor the first byte of
-// an encoded surrogate (0xed), which AppendString looks at more closely.
+// an encoded surrogate (0xed), which AppendString looks at more closely. It
+// is the only definition of them both of its loops use.
 var asIs = func() (t [256]bool) {
 	for c := 0x20; c < 256; c++ {
 		t[c] = c != '"' && c != '\\' && c != 0xed
