@@ -50,3 +50,28 @@ func BenchmarkAppendFloat(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkObjReset indexes a small record: the scan every map starts with.
+func BenchmarkObjReset(b *testing.B) {
+	var o record.Obj
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if err := o.Reset(benchObjs[i%len(benchObjs)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkValid checks the same records without indexing them.
+func BenchmarkValid(b *testing.B) {
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if err := record.Valid(benchObjs[i%len(benchObjs)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
