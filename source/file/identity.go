@@ -47,6 +47,25 @@ func fingerprint(r io.ReaderAt, n int) ([]byte, error) {
 	return sum[:16], nil
 }
 
+// fingerprintPrefix is fingerprint of up to n bytes: of as many as r holds
+// when it is read, which for a file a writer truncated since it was looked
+// at is fewer than n. It returns how many it hashed.
+func fingerprintPrefix(r io.ReaderAt, n int) ([]byte, int, error) {
+	if n == 0 {
+		return nil, 0, nil
+	}
+	buf := make([]byte, n)
+	got, err := r.ReadAt(buf, 0)
+	if err != nil && err != io.EOF {
+		return nil, 0, fmt.Errorf("reading fingerprint: %w", err)
+	}
+	if got == 0 {
+		return nil, 0, nil
+	}
+	sum := sha256.Sum256(buf[:got])
+	return sum[:16], got, nil
+}
+
 // entry is the persisted state of one file, keyed by fileKey.
 type entry struct {
 	Name  string `json:"name"` // partition name given to the runtime

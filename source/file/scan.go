@@ -364,12 +364,13 @@ func metaFor(path string) []record.Meta {
 // identify fingerprints f's first bytes and names its incarnation gen.
 func (s *Source) identify(f *file, gen uint64, when time.Time) error {
 	f.gen = gen
-	f.fpLen = int(min(f.size, int64(s.cfg.FingerprintBytes)))
-	fp, err := fingerprint(f.fd, f.fpLen)
+	// The file may have shrunk since its size was read (a writer truncating
+	// it in rotation): the fingerprint is then of the bytes it still has.
+	fp, n, err := fingerprintPrefix(f.fd, int(min(f.size, int64(s.cfg.FingerprintBytes))))
 	if err != nil {
 		return fmt.Errorf("source/file: %s: %w", f.path, err)
 	}
-	f.fp = fp
+	f.fpLen, f.fp = n, fp
 	f.name = partitionName(f.path, f.key, gen, when)
 	return nil
 }
