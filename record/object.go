@@ -309,13 +309,8 @@ func (o *Obj) appendInPlace(dst []byte) ([]byte, bool) {
 	}
 	for k := range edits {
 		if e := &edits[k]; !seen[k] && !e.del {
-			if !first {
-				dst = append(dst, ',')
-			}
+			dst = appendAdded(dst, first, e)
 			first = false
-			dst = AppendString(dst, e.name)
-			dst = append(dst, ':')
-			dst = e.val.appendJSON(dst)
 		}
 	}
 	return append(dst, '}'), true
@@ -358,16 +353,21 @@ func (o *Obj) appendLaidOut(dst []byte) []byte {
 		dst = append(dst, o.raw[m.ks:m.ve]...)
 	}
 	for ; next < len(order); next++ {
-		e := &o.edits[order[next].k]
-		if !first {
-			dst = append(dst, ',')
-		}
+		dst = appendAdded(dst, first, &o.edits[order[next].k])
 		first = false
-		dst = AppendString(dst, e.name)
-		dst = append(dst, ':')
-		dst = e.val.appendJSON(dst)
 	}
 	return append(dst, '}')
+}
+
+// appendAdded appends the member e sets after the members read, after a
+// comma unless it is the first written.
+func appendAdded(dst []byte, first bool, e *edit) []byte {
+	if !first {
+		dst = append(dst, ',')
+	}
+	dst = AppendString(dst, e.name)
+	dst = append(dst, ':')
+	return e.val.appendJSON(dst)
 }
 
 // placed is where a change is written: in the place of the read member at,

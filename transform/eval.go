@@ -383,10 +383,15 @@ func constants(nodes []ast.Node) ([]record.Value, bool) {
 // changed by the expression is copied, so that changing one place does not
 // change the other.
 func own(v record.Value) record.Value {
-	if v.Kind() == record.Object {
-		if _, ok := v.Raw(); !ok {
-			return record.ObjectValue(v.Obj())
-		}
+	if v.Kind() != record.Object { // most values: inlined
+		return v
+	}
+	return ownObject(v)
+}
+
+func ownObject(v record.Value) record.Value {
+	if _, ok := v.Raw(); !ok {
+		return record.ObjectValue(v.Obj())
 	}
 	return v
 }

@@ -117,12 +117,7 @@ func (m *Map) Process(in *record.Record, out []record.Record) ([]record.Record, 
 		// A value the expression built, or an object of the record that it
 		// changed, must not be shared by two fields: changing one would
 		// change both.
-		if v.Kind() == record.Object {
-			v = own(v)
-		}
-		if len(s.field) == 1 {
-			o.Set(s.field[0], v)
-		} else if err := s.field.set(o, v); err != nil {
+		if err := s.field.set(o, own(v)); err != nil {
 			return out, err
 		}
 		if s.forget >= 0 {

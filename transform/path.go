@@ -64,6 +64,10 @@ func (p path) parent(o *record.Obj, create bool) (*record.Obj, error) {
 
 // set stores v at p in o, creating the objects on the way.
 func (p path) set(o *record.Obj, v record.Value) error {
+	if len(p) == 1 { // a top-level field, most sets: no walk
+		o.Set(p[0], v)
+		return nil
+	}
 	par, err := p.parent(o, true)
 	if err != nil {
 		return err
