@@ -19,8 +19,10 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/weir-etl/weir/checkpoint"
+	"github.com/weir-etl/weir/internal/recordack"
 )
 
 // Header is one record header (a Kafka header, for example).
@@ -54,9 +56,10 @@ type Record struct {
 	Time    time.Time
 	Origin  Origin
 
-	// Ack is the record's reference to its source batch. The runtime sets,
-	// clones and releases it; transforms never touch it (see package transform).
-	Ack checkpoint.AckRef
+	// ack is the record's reference to its source batch. The runtime sets,
+	// clones and releases it, through internal/recordack; transforms and
+	// connectors cannot touch it.
+	ack checkpoint.AckRef
 
 	value []byte
 	orig  []byte // the value the source read, once a transform replaced it
@@ -229,11 +232,14 @@ func (r *Record) Size() int {
 	return n
 }
 
-// CloneData returns a copy of r that shares its bytes, with a zero Ack.
+// CloneData returns a copy of r that shares its bytes, without its
+// acknowledgement reference.
 // Fan-out (flat_map, routing) uses it before attaching a clone of the
 // reference.
 func (r *Record) CloneData() Record {
 	c := *r
-	c.Ack = checkpoint.AckRef{}
+	c.ack = checkpoint.AckRef{}
 	return c
 }
+
+func init() { recordack.Install(unsafe.Offsetof(Record{}.ack)) }

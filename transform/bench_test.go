@@ -59,10 +59,10 @@ func benchFilter(b *testing.B, cond string) {
 func BenchmarkFilterOneField(b *testing.B)  { benchFilter(b, `id % 2 == 0`) }
 func BenchmarkFilterNested(b *testing.B)    { benchFilter(b, `user.age > 30`) }
 func BenchmarkFilterTwoFields(b *testing.B) { benchFilter(b, `user.age > 30 && region == "eu"`) }
-func BenchmarkFilterKeyOnly(b *testing.B)   { benchFilter(b, `key == "k"`) }
-func BenchmarkFilterOffsetMod(b *testing.B) { benchFilter(b, `origin.offset % 2 == 0`) }
+func BenchmarkFilterKeyOnly(b *testing.B)   { benchFilter(b, `@key == "k"`) }
+func BenchmarkFilterOffsetMod(b *testing.B) { benchFilter(b, `@origin.offset % 2 == 0`) }
 func BenchmarkFilterFieldsAndMetadata(b *testing.B) {
-	benchFilter(b, `id % 2 == 1 && origin.offset >= 0`)
+	benchFilter(b, `id % 2 == 1 && @origin.offset >= 0`)
 }
 
 func BenchmarkRoute(b *testing.B) {
@@ -153,7 +153,7 @@ func BenchmarkMapThreeComputed(b *testing.B) {
 }
 
 func BenchmarkFilterOrigin(b *testing.B) {
-	benchFilter(b, `origin.partition == "p" && origin.source == "in"`)
+	benchFilter(b, `@origin.partition == "p" && @origin.source == "in"`)
 }
 
 func BenchmarkFlatMap(b *testing.B) {
@@ -173,3 +173,27 @@ func BenchmarkFlatMap(b *testing.B) {
 		clear(out)
 	}
 }
+
+// benchOrders are records of about 170 bytes with what the five computed
+// fields of the issue read: names to join, a quantity and a price to
+// multiply, a time to reformat, a nested city.
+var benchOrders = func() [][]byte {
+	vs := make([][]byte, 256)
+	for i := range vs {
+		vs[i] = fmt.Appendf(nil, `{"id":%d,"first":"Ann","last":"Lee","qty":%d,"price_cents":1250,"ts":"2026-02-%02dT19:27:17Z","user":{"address":{"city":"Lyon","zip":"69001"},"age":33}}`,
+			100000+i, 1+i%5, 1+i%28)
+	}
+	return vs
+}()
+
+// fiveComputed is the issue's realistic map: a concatenation, arithmetic, a
+// conditional, a timestamp parse and format, a nested read.
+var fiveComputed = MapConfig{Set: []Assignment{
+	{"name", `first + " " + last`},
+	{"total", `qty * price_cents`},
+	{"tier", `total > 3000 ? "gold" : "std"`},
+	{"day", `format_time(parse_time(ts), "%Y-%m-%d")`},
+	{"city", `user.address.city`},
+}}
+
+func BenchmarkMapFiveComputed(b *testing.B) { benchMapOn(b, benchOrders, fiveComputed) }

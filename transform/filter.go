@@ -24,7 +24,7 @@ func NewFilter(condition string) (*Filter, error) {
 func (f *Filter) Process(in *record.Record, out []record.Record) ([]record.Record, error) {
 	var buf [1]int
 	e := getEnv()
-	kept, err := e.decide(in, f.conds[:], f.cond.fields, f.cond.needs, buf[:0])
+	kept, err := e.decide(in, f.conds[:], f.cond.p.Fields(), buf[:0])
 	putEnv(e)
 	if err != nil || len(kept) == 0 {
 		return out, err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/weir-etl/weir/lang"
 	"github.com/weir-etl/weir/record"
 )
 
@@ -43,7 +44,7 @@ func NewFlatMap(cfg FlatMapConfig) (*FlatMap, error) {
 	as := cfg.As
 	if as == "" {
 		as = DefaultAs
-		if fieldPath.MatchString(cfg.Explode) && x.needs&needReserved == 0 {
+		if fieldPath.MatchString(cfg.Explode) && x.p.Needs()&lang.NeedMetadata == 0 {
 			as = cfg.Explode
 		}
 	}
@@ -66,7 +67,11 @@ func (f *FlatMap) Process(in *record.Record, out []record.Record) ([]record.Reco
 	if err := in.Index(o); err != nil {
 		return out, fmt.Errorf("transform: flat_map: %w", err)
 	}
-	v, err := f.explode.eval(e.frameFor(in, o))
+	e.lang.Bind(in, o)
+	v, err := e.eval(f.explode)
+	if err == lang.ErrDrop {
+		return out, nil
+	}
 	if err != nil {
 		return out, err
 	}
@@ -75,7 +80,7 @@ func (f *FlatMap) Process(in *record.Record, out []record.Record) ([]record.Reco
 		return out, nil
 	case record.Array:
 	default:
-		return out, fmt.Errorf("transform: flat_map explode: expression %q gave %s, not an array", f.explode.src, kindOf(v))
+		return out, fmt.Errorf("transform: flat_map explode: expression %q gave %s, not an array", f.explode.String(), kindOf(v))
 	}
 	var elems []record.Value
 	v.Elems(func(_ int, el record.Value) bool { elems = append(elems, el); return true })
@@ -88,7 +93,7 @@ func (f *FlatMap) Process(in *record.Record, out []record.Record) ([]record.Reco
 			if err := o.Reset(base); err != nil {
 				return out, fmt.Errorf("transform: flat_map: %w", err)
 			}
-			if err := f.as.set(o, own(el)); err != nil {
+			if err := f.as.set(o, lang.Own(el)); err != nil {
 				return out, err
 			}
 			b = o.AppendJSON(make([]byte, 0, len(base)+16))

@@ -2,8 +2,8 @@ package transform
 
 import (
 	"fmt"
-	"slices"
 
+	"github.com/weir-etl/weir/lang"
 	"github.com/weir-etl/weir/record"
 )
 
@@ -36,11 +36,11 @@ type Map struct {
 	set    []mapSet
 	rename []mapRename
 	delete []path
-	slots  fieldSlots // the fields the set expressions read
+	fields lang.Fields // the fields the set expressions read
 }
 
 type mapSet struct {
-	field path
+	field path // nil: $, the whole value
 	x     *Expr
 	// forget is the slot of the top-level field that setting field changes
 	// (see fieldSlots), or -1 when no expression reads it.
@@ -54,18 +54,28 @@ type mapRename struct{ from, to path }
 func NewMap(cfg MapConfig) (*Map, error) {
 	m := &Map{}
 	for _, a := range cfg.Set {
-		p, err := parsePath(a.Field)
-		if err != nil {
-			return nil, err
+		var p path
+		if a.Field != "$" {
+			var err error
+			if p, err = parsePath(a.Field); err != nil {
+				return nil, err
+			}
 		}
-		x, err := compileWith(fmt.Sprintf("map set %q", a.Field), a.Expr, wantAny, &compiler{slots: &m.slots})
+		want := lang.Type(0)
+		if p == nil {
+			want = lang.TObject
+		}
+		x, err := compileWith(fmt.Sprintf("map set %q", a.Field), a.Expr, lang.Options{Fields: &m.fields, Want: want})
 		if err != nil {
 			return nil, err
 		}
 		m.set = append(m.set, mapSet{field: p, x: x})
 	}
 	for i := range m.set {
-		m.set[i].forget = slices.Index(m.slots.names, m.set[i].field[0])
+		m.set[i].forget = -1
+		if f := m.set[i].field; f != nil {
+			m.set[i].forget = m.fields.Slot(f[0])
+		}
 	}
 	targets := make(map[string]string)
 	for _, r := range cfg.Rename {
@@ -106,23 +116,34 @@ func (m *Map) Process(in *record.Record, out []record.Record) ([]record.Record, 
 	if err := in.Index(o); err != nil {
 		return out, fmt.Errorf("transform: map: %w", err)
 	}
-	f := e.frameFor(in, o)
-	f.slots = e.slotsFor(len(m.slots.names))
+	le := e.lang
+	le.Bind(in, o)
+	le.Slots(&m.fields)
+	replaced := false
 	for i := range m.set {
 		s := &m.set[i]
-		v, err := s.x.root(f) // eval, written out: a call less per field
+		v, err := le.Eval(s.x.p)
 		if err != nil {
+			if err == lang.ErrDrop {
+				return out, nil // dropped, as a filter drops
+			}
 			return out, s.x.recordError(err)
+		}
+		if s.field == nil {
+			if err := replaceRoot(o, v); err != nil {
+				return out, fmt.Errorf("transform: map set $: %w", err)
+			}
+			replaced = true
+			le.Slots(&m.fields) // every field may have changed
+			continue
 		}
 		// A value the expression built, or an object of the record that it
 		// changed, must not be shared by two fields: changing one would
 		// change both.
-		if err := s.field.set(o, own(v)); err != nil {
+		if err := s.field.set(o, lang.Own(v)); err != nil {
 			return out, err
 		}
-		if s.forget >= 0 {
-			f.slots[s.forget].state = slotEmpty
-		}
+		le.Forget(s.forget)
 	}
 	for _, r := range m.rename {
 		if err := rename(o, r.from, r.to); err != nil {
@@ -132,8 +153,16 @@ func (m *Map) Process(in *record.Record, out []record.Record) ([]record.Record, 
 	for _, p := range m.delete {
 		p.remove(o)
 	}
-	if o.Changed() {
+	if o.Changed() || replaced {
 		in.Replace(e.written(o, len(in.Bytes())+32), true)
 	}
 	return appendPassed(out, in), nil
+}
+
+// replaceRoot makes o the object v: set: {$: ...} replaces the whole value.
+func replaceRoot(o *record.Obj, v record.Value) error {
+	if v.Kind() != record.Object {
+		return fmt.Errorf("the value is %s, not an object: the record's value must stay an object", kindOf(v))
+	}
+	return o.Reset(v.AppendJSON(nil))
 }

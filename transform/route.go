@@ -2,6 +2,7 @@ package transform
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/weir-etl/weir/record"
@@ -18,7 +19,6 @@ type RouteOutput struct {
 type Route struct {
 	names  []string
 	conds  []*Expr
-	needs  needs
 	fields []string // the union of the conditions' fields, sorted
 }
 
@@ -45,9 +45,10 @@ func NewRoute(outputs []RouteOutput) (*Route, error) {
 		}
 		r.names = append(r.names, o.Name)
 		r.conds = append(r.conds, c)
-		r.needs |= c.needs
-		for _, f := range c.fields {
-			r.fields = addName(r.fields, f)
+		for _, f := range c.p.Fields() {
+			if i, found := slices.BinarySearch(r.fields, f); !found {
+				r.fields = slices.Insert(r.fields, i, f)
+			}
 		}
 	}
 	return r, nil
@@ -72,7 +73,7 @@ func (r *Route) Outputs() []string { return r.names }
 func (r *Route) Route(in *record.Record, dst []int) ([]int, error) {
 	n := len(dst)
 	e := getEnv()
-	dst, err := e.decide(in, r.conds, r.fields, r.needs, dst)
+	dst, err := e.decide(in, r.conds, r.fields, dst)
 	putEnv(e)
 	if err != nil {
 		// Route all or nothing: a record that cannot be decided for one

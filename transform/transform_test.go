@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weir-etl/weir/lang"
 	"github.com/weir-etl/weir/record"
 )
 
@@ -80,7 +81,7 @@ func TestFilterKeepsOnlyMatching(t *testing.T) {
 func TestFilterOnMetadataDoesNotDecode(t *testing.T) {
 	// A filter on key alone must not pay for decoding the value; the value
 	// here is not even JSON, so decoding would fail the record.
-	f := mustFilter(t, `key == "k1"`)
+	f := mustFilter(t, `@key == "k1"`)
 	in := rec(`not json`)
 	in.Key = []byte("k1")
 	out, err := f.Process(in, nil)
@@ -107,14 +108,14 @@ func TestReservedNames(t *testing.T) {
 		return r
 	}
 	for _, cond := range []string{
-		`key == "k"`, // the reserved name shadows the field "key"
-		`headers.h == "hv"`,
-		`headers["h"] == "hv" && headers.absent == ""`,
-		`meta.topic == "orders"`,
-		`timestamp.Year() == 2026`,
-		`timestamp < now()`,
-		`origin.source == "in" && origin.partition == "orders/3" && origin.offset == 42`,
-		`id == 1 && key == "k" && origin.offset > 40`,
+		`@key == "k" && key == "field-key"`, // metadata under @; the field is the field
+		`@headers.h == "hv"`,
+		`@headers["h"] == "hv" && @headers.absent == ""`,
+		`@meta.topic == "orders"`,
+		`year(@timestamp) == 2026`,
+		`@timestamp < now()`,
+		`@origin.source == "in" && @origin.partition == "orders/3" && @origin.offset == 42`,
+		`id == 1 && @key == "k" && @origin.offset > 40`,
 	} {
 		out, err := mustFilter(t, cond).Process(in(), nil)
 		if err != nil || len(out) != 1 {
@@ -145,12 +146,12 @@ func TestFilterRecordErrors(t *testing.T) {
 
 func TestCompileErrors(t *testing.T) {
 	cases := []struct{ cond, want string }{
-		{``, `it is empty`},
-		{`id == 1 &&`, `unexpected token EOF (column 10)`},
+		{``, `is empty`},
+		{`id == 1 &&`, `unexpected end of the expression; expected a value (line 1, column 11`},
 		{`1 + 2`, `it gives int, but a condition must give a bool`},
-		{`key + 1`, `mismatched types string and int`},
-		{`origin.ofset == 1`, `ofset`},
-		{`frobnicate(id)`, `unknown function frobnicate (column 1)`},
+		{`@key + 1`, `mismatched types string and int`},
+		{`@origin.ofset == 1`, `ofset`},
+		{`frobnicate(id)`, `unknown function frobnicate`},
 		{`$env.id == 1`, `$env is not supported`},
 		{"id == 1 &&\n  )", `line 2`},
 	}
@@ -222,7 +223,7 @@ func evalOn(t *testing.T, src, value string) (string, error) {
 	if err := r.Index(&e.obj); err != nil {
 		return "", err
 	}
-	v, err := x.eval(e.frameFor(r, &e.obj))
+	v, err := evalObj(e, x, r)
 	if err != nil {
 		return "", err
 	}
@@ -237,7 +238,7 @@ func TestMap(t *testing.T) {
 			{"double", "total * 2"}, // sees the total set above
 			{"copy", "user"},
 			{"copy.extra", "true"}, // changes copy, not user
-			{"src", "origin.source"},
+			{"src", "@origin.source"},
 		},
 		Rename: []Rename{{"name", "user.name"}, {"absent", "other"}},
 		Delete: []string{"city", "price", "nothere", "user.address.none"},
@@ -259,7 +260,7 @@ func TestMap(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got  %v\nwant %v", got, want)
 	}
-	if !out[0].Ack.IsZero() {
+	if hasRef(&out[0]) {
 		t.Fatal("map output carries a reference")
 	}
 }
@@ -375,7 +376,7 @@ func TestFlatMap(t *testing.T) {
 			if got, want := fieldsOf(t, &out[i]), jsonMap(t, c.want[i]); !reflect.DeepEqual(got, want) {
 				t.Errorf("%+v on %s: output %d = %v, want %v", c.cfg, c.value, i, got, want)
 			}
-			if string(out[i].Key) != "k" || out[i].Origin.Offset != 9 || !out[i].Ack.IsZero() {
+			if string(out[i].Key) != "k" || out[i].Origin.Offset != 9 || hasRef(&out[i]) {
 				t.Errorf("output %d lost its parent's metadata or carries a reference: %+v", i, out[i])
 			}
 		}
@@ -543,10 +544,10 @@ func TestFilterPassesBytesThrough(t *testing.T) {
 // that % becomes is not a field. A condition on metadata with % passes a
 // value that is not JSON at all.
 func TestModuloOnMetadataDoesNotDecode(t *testing.T) {
-	for _, cond := range []string{`origin.offset % 2 == 0`, `len(key) % 2 == 1`} {
+	for _, cond := range []string{`@origin.offset % 2 == 0`, `len(@key) % 2 == 1`} {
 		f := mustFilter(t, cond)
-		if f.cond.needs&needFields != 0 || len(f.cond.fields) != 0 {
-			t.Errorf("%s: needs fields %v", cond, f.cond.fields)
+		if f.cond.p.Needs()&lang.NeedFields != 0 || len(f.cond.p.Fields()) != 0 {
+			t.Errorf("%s: needs fields %v", cond, f.cond.p.Fields())
 		}
 		in := rec(`not json`)
 		in.Key = []byte("k")
@@ -556,12 +557,12 @@ func TestModuloOnMetadataDoesNotDecode(t *testing.T) {
 			t.Errorf("%s: kept %d, err %v, read the value %v", cond, len(out), err, in.JSONChecked())
 		}
 	}
-	x, err := CompileCondition("test", `id % 2 == 0 && user.age > n && key != ""`)
+	x, err := CompileCondition("test", `id % 2 == 0 && user.age > n && @key != ""`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"id", "n", "user"}; !reflect.DeepEqual(x.fields, want) {
-		t.Errorf("fields %v, want %v", x.fields, want)
+	if want := []string{"id", "n", "user"}; !reflect.DeepEqual(x.p.Fields(), want) {
+		t.Errorf("fields %v, want %v", x.p.Fields(), want)
 	}
 }
 
@@ -580,7 +581,7 @@ func TestModuloOnLookedUpNumbers(t *testing.T) {
 		{`{"id":5.5}`, `id % 2 == 1.5`},
 		{`{"id":9007199254740993}`, `id % 2 == 1`}, // a float64 would round it to 2^53
 		{`{"id":9223372036854775807}`, `id % 10 == 7`},
-		{`{"id":12345678901234567890}`, `string(id) == "12345678901234567890" && id > 9223372036854775807 && id != 12345678901234567890.0`},
+		{`{"id":12345678901234567890}`, `string(id) == "12345678901234567890" && id > 9223372036854775807 && id == 12345678901234567890.0 && id != 12345678901234567891`},
 		{`{"id":7}`, `string(id % 3) == "1"`}, // an int, not 1.0
 	}
 	for _, c := range cases {
@@ -643,7 +644,7 @@ func TestConditionsSameOnLookupAndObject(t *testing.T) {
 			errObj := r.Index(&e.obj)
 			if errObj == nil {
 				var res record.Value
-				if res, errObj = x.eval(e.frameFor(r, &e.obj)); errObj == nil {
+				if res, errObj = evalObj(e, x, r); errObj == nil {
 					gotObj = string(res.AppendJSON(nil))
 				}
 			} else {
@@ -659,14 +660,14 @@ func TestConditionsSameOnLookupAndObject(t *testing.T) {
 
 // evalLookup evaluates x as decide does, returning its result as JSON.
 func evalLookup(e *env, x *Expr, r *record.Record) (string, error) {
-	f := e.frameFor(r, nil)
-	vals := make([]record.Value, len(x.fields))
-	found := make([]bool, len(x.fields))
-	if err := r.Lookup(x.fields, vals, found); err != nil {
+	fields := x.p.Fields()
+	vals := make([]record.Value, len(fields))
+	found := make([]bool, len(fields))
+	if err := r.Lookup(fields, vals, found); err != nil {
 		return "", fmt.Errorf("transform: %w", err)
 	}
-	f.names, f.vals, f.found = x.fields, vals, found
-	v, err := x.eval(f)
+	e.lang.BindLookup(r, fields, vals, found)
+	v, err := e.eval(x)
 	if err != nil {
 		return "", err
 	}
@@ -676,7 +677,7 @@ func evalLookup(e *env, x *Expr, r *record.Record) (string, error) {
 // Guarantee: the metadata values an env keeps from one record to the next
 // (key, headers, meta, timestamp, origin) are always the current record's.
 func TestEnvReusesNothingStale(t *testing.T) {
-	f := mustFilter(t, `key == want.key && toJSON(headers) == toJSON(want.headers) && toJSON(meta) == toJSON(want.meta) && origin.offset == want.offset && string(timestamp) == want.ts`)
+	f := mustFilter(t, `@key == want.key && toJSON(@headers) == toJSON(want.headers) && toJSON(@meta) == toJSON(want.meta) && @origin.offset == want.offset && string(@timestamp) == want.ts`)
 	ts := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	recs := []struct {
 		key     string
@@ -704,11 +705,10 @@ func TestEnvReusesNothingStale(t *testing.T) {
 		for _, kv := range c.meta {
 			m[kv.Key] = kv.Value
 		}
-		want := map[string]any{"key": c.key, "headers": h, "meta": m, "offset": c.offset, "ts": c.ts.String()}
+		want := map[string]any{"key": c.key, "headers": h, "meta": m, "offset": c.offset, "ts": c.ts.Format(time.RFC3339Nano)}
 		fields, _ := json.Marshal(map[string]any{"want": want})
 		in.SetValue(fields)
-		kept, err := e.decide(in, f.conds[:], f.cond.fields, f.cond.needs, nil)
-		e.f = frame{}
+		kept, err := e.decide(in, f.conds[:], f.cond.p.Fields(), nil)
 		if err != nil || len(kept) != 1 {
 			t.Errorf("record %+v: kept %v, err %v", c, kept, err)
 		}
@@ -718,7 +718,7 @@ func TestEnvReusesNothingStale(t *testing.T) {
 // Guarantee: a map that stores metadata in a field stores that record's own,
 // not a value the next record's evaluation overwrites.
 func TestMapStoresMetadataByValue(t *testing.T) {
-	m, err := NewMap(MapConfig{Set: []Assignment{{"o", "origin"}, {"h", "headers"}}})
+	m, err := NewMap(MapConfig{Set: []Assignment{{"o", "@origin"}, {"h", "@headers"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -744,8 +744,20 @@ func TestMapStoresMetadataByValue(t *testing.T) {
 func TestMetaWithDots(t *testing.T) {
 	in := rec(`{}`)
 	in.Meta = []record.Meta{{Key: "dead_letter.name", Value: "warehouse"}}
-	out, err := mustFilter(t, `meta["dead_letter.name"] == "warehouse" && meta.absent == ""`).Process(in, nil)
+	out, err := mustFilter(t, `@meta["dead_letter.name"] == "warehouse" && @meta.absent == ""`).Process(in, nil)
 	if err != nil || len(out) != 1 {
 		t.Fatalf("kept %d, %v", len(out), err)
 	}
+}
+
+// evalObj evaluates x as a map does, on r indexed into e's object.
+func evalObj(e *env, x *Expr, r *record.Record) (record.Value, error) {
+	e.lang.Bind(r, &e.obj)
+	return e.eval(x)
+}
+
+// hasRef reports whether r carries an acknowledgement reference, which only
+// the runtime can set (record keeps it unexported).
+func hasRef(r *record.Record) bool {
+	return !reflect.ValueOf(r).Elem().FieldByName("ack").IsZero()
 }

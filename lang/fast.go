@@ -1,9 +1,7 @@
-package transform
+package lang
 
 import (
 	"strconv"
-
-	"github.com/expr-lang/expr/ast"
 
 	"github.com/weir-etl/weir/record"
 )
@@ -13,9 +11,8 @@ import (
 // nodes pay for what they could be given: every operator returns a whole
 // record.Value and classifies both operands (int, float, literal of any
 // size, string, time) before it computes. So the compiler also builds, for
-// the subtrees whose shape allows it, a fast path over plain int64s and
-// bytes, tried first: an int64 path for integer arithmetic and comparisons,
-// and an appending path for string concatenation.
+// the subtrees whose shape allows it, a fast path over plain int64s, bytes
+// and time.Times, tried first.
 //
 // A fast path never decides anything on its own. It gives up (ok false) on
 // any value it was not built for (a float, a literal beyond int64, null, a
@@ -38,61 +35,61 @@ type intNode func(f *frame) (i int64, ok bool)
 // the generic node would give anything but a string, or fail.
 type strNode func(f *frame, dst []byte) (out []byte, ok bool)
 
-// specialise returns n compiled with a fast path in front of its generic
-// node, or nil when n has none.
-func (c *compiler) specialise(n ast.Node) (node, error) {
-	switch n := n.(type) {
-	case *ast.BinaryNode:
-		switch n.Operator {
-		case "+", "-", "*":
-			i, computed := c.intForm(n)
+// specialise returns x compiled with a fast path in front of its generic
+// node, or a compiled with a nil eval when x has none.
+func (c *compiler) specialise(x expr) (compiled, *Error) {
+	switch x := x.(type) {
+	case *binaryExpr:
+		switch x.op {
+		case "+", "-", "*", "%":
+			i, computed := c.intForm(x)
 			var s strNode
-			if n.Operator == "+" {
-				s, _ = c.strForm(n) // a concatenation builds its string
+			if x.op == "+" {
+				s, _ = c.strForm(x) // a concatenation builds its string
 			}
 			if i == nil && s == nil {
-				return nil, nil
+				return compiled{}, nil
 			}
-			generic, err := c.compileNode(n)
+			generic, err := c.compileNode(x)
 			if err != nil {
-				return nil, err
+				return generic, err
 			}
 			if i != nil && computed {
-				generic = intValue(i, generic)
+				generic.eval = intValue(i, generic.eval)
 			}
 			if s != nil {
-				generic = stringValue(s, generic)
+				generic.eval = stringValue(s, generic.eval)
 			}
 			return generic, nil
 		case "/":
-			return c.specialiseDiv(n)
+			return c.specialiseDiv(x)
 		case "==", "!=", "<", ">", "<=", ">=":
-			return c.specialiseCompare(n)
+			return c.specialiseCompare(x)
 		}
-	case *ast.CallNode, *ast.UnaryNode:
-		i, computed := c.intForm(n)
+	case *unaryExpr:
+		i, computed := c.intForm(x)
 		if i == nil || !computed {
-			return nil, nil
+			return compiled{}, nil
 		}
-		generic, err := c.compileNode(n)
+		generic, err := c.compileNode(x)
 		if err != nil {
-			return nil, err
+			return generic, err
 		}
-		return intValue(i, generic), nil
-	case *ast.BuiltinNode:
+		generic.eval = intValue(i, generic.eval)
+		return generic, nil
+	case *callExpr:
 		// string() of a string gives the string as it is, with the escapes
 		// it was read with: only string() of an integer builds one.
-		s, built := c.strForm(n)
-		if s == nil || !built {
-			return nil, nil
+		if s, built := c.strForm(x); s != nil && built {
+			generic, err := c.compileNode(x)
+			if err != nil {
+				return generic, err
+			}
+			generic.eval = stringValue(s, generic.eval)
+			return generic, nil
 		}
-		generic, err := c.compileNode(n)
-		if err != nil {
-			return nil, err
-		}
-		return stringValue(s, generic), nil
 	}
-	return nil, nil
+	return compiled{}, nil
 }
 
 // intValue is the node of a subtree whose generic node computes an Int.
@@ -108,11 +105,11 @@ func intValue(i intNode, generic node) node {
 // stringValue is the node of a subtree whose generic node gives a string.
 // The string's bytes are appended to the env's scratch buffer rather than
 // allocated: like every value of an evaluation, the string lives no longer
-// than the record's evaluation (see putEnv), and a buffer that grows leaves
-// the strings already made in the old array, which they keep alive.
+// than the record's evaluation (see Env.Bind), and a buffer that grows
+// leaves the strings already made in the old array, which they keep alive.
 func stringValue(s strNode, generic node) node {
 	return func(f *frame) (record.Value, error) {
-		e := f.e
+		e := f.env
 		start := len(e.scratch)
 		if b, ok := s(f, e.scratch); ok {
 			e.scratch = b
@@ -132,46 +129,41 @@ func (c *compiler) letSlot(name string) int {
 	return -1
 }
 
-// read returns the fast read of a let variable or a field named name, or
-// nil for a reserved name, which has no fast path.
-func (c *compiler) read(name string) func(f *frame) record.Value {
-	if slot := c.letSlot(name); slot >= 0 {
+// read returns the fast read of a let variable or a field named name.
+func (c *compiler) read(x *identExpr) func(f *frame) record.Value {
+	if slot := c.letSlot(x.name); slot >= 0 {
 		return func(f *frame) record.Value { return f.lets[slot] }
 	}
-	switch name {
-	case nameKey, nameHeaders, nameMeta, nameTimestamp, nameOrigin, "$env":
-		return nil
-	}
-	k := c.slots.of(name)
+	name, k := x.name, c.slots.of(x.name)
 	return func(f *frame) record.Value { return f.fieldIn(k, name) }
 }
 
-// intForm returns the int64 path of n, or nil if n has none. computed says
-// that n's generic node gives an Int (a computed integer) when the path
+// intForm returns the int64 path of x, or nil if x has none. computed says
+// that x's generic node gives an Int (a computed integer) when the path
 // succeeds, rather than the number as read: string() and the encoder keep a
 // read number's literal (-0, 1.0e3), so only a computed one may be made
 // from the int64.
-func (c *compiler) intForm(n ast.Node) (x intNode, computed bool) {
-	switch n := n.(type) {
-	case *ast.IntegerNode:
-		i := int64(n.Value)
+func (c *compiler) intForm(x expr) (n intNode, computed bool) {
+	switch x := x.(type) {
+	case *litExpr:
+		if x.val.Kind() != record.Int {
+			return nil, false
+		}
+		i, _ := x.val.Int()
 		return func(*frame) (int64, bool) { return i, true }, true
-	case *ast.IdentifierNode:
+	case *identExpr:
 		// The reads are written out rather than calling c.read's: a field
 		// read is most of an integer path's cost.
-		if slot := c.letSlot(n.Value); slot >= 0 {
+		if slot := c.letSlot(x.name); slot >= 0 {
 			return func(f *frame) (int64, bool) { return f.lets[slot].IntForm() }, false
 		}
-		if c.read(n.Value) == nil {
-			return nil, false
-		}
-		name, k := n.Value, c.slots.of(n.Value)
+		name, k := x.name, c.slots.of(x.name)
 		return func(f *frame) (int64, bool) { return f.intFieldIn(k, name) }, false
-	case *ast.UnaryNode:
-		if n.Operator != "-" {
+	case *unaryExpr:
+		if x.op != "-" {
 			return nil, false
 		}
-		a, _ := c.intForm(n.Node)
+		a, _ := c.intForm(x.x)
 		if a == nil {
 			return nil, false
 		}
@@ -182,14 +174,10 @@ func (c *compiler) intForm(n ast.Node) (x intNode, computed bool) {
 			}
 			return negInt(i)
 		}, true
-	case *ast.CallNode:
-		if id, ok := n.Callee.(*ast.IdentifierNode); ok && id.Value == modFunc && len(n.Arguments) == 2 {
-			return c.intBinary("%", n.Arguments[0], n.Arguments[1])
-		}
-	case *ast.BinaryNode:
-		switch n.Operator {
+	case *binaryExpr:
+		switch x.op {
 		case "+", "-", "*", "%":
-			return c.intBinary(n.Operator, n.Left, n.Right)
+			return c.intBinary(x.op, x.l, x.r)
 		}
 	}
 	return nil, false
@@ -198,15 +186,16 @@ func (c *compiler) intForm(n ast.Node) (x intNode, computed bool) {
 // intBinary is the int64 path of an arithmetic operator, with the generic
 // operator's checks (ops.go): a result that does not fit int64, and a
 // modulo by zero, give up.
-func (c *compiler) intBinary(op string, left, right ast.Node) (intNode, bool) {
+func (c *compiler) intBinary(op string, left, right expr) (intNode, bool) {
 	l, _ := c.intForm(left)
 	r, _ := c.intForm(right)
 	if l == nil || r == nil {
 		return nil, false
 	}
 	k := op[0]
-	if n, ok := right.(*ast.IntegerNode); ok {
-		return intByConstant(k, l, int64(n.Value)), true
+	if n, ok := right.(*litExpr); ok {
+		b, _ := n.val.Int()
+		return intByConstant(k, l, b), true
 	}
 	return func(f *frame) (int64, bool) {
 		a, ok := l(f)
@@ -269,59 +258,62 @@ func intByConstant(k byte, l intNode, b int64) intNode {
 	}
 }
 
-// intOperands returns the integer forms of both operands of n and n's
-// generic node; generic is nil when an operand has no integer form (or on
-// err).
-func (c *compiler) intOperands(n *ast.BinaryNode) (l, r intNode, generic node, err error) {
-	l, _ = c.intForm(n.Left)
-	r, _ = c.intForm(n.Right)
+// intOperands returns the integer forms of both operands of x and x's
+// generic node; generic has a nil eval when an operand has no integer form
+// (or on err).
+func (c *compiler) intOperands(x *binaryExpr) (l, r intNode, generic compiled, err *Error) {
+	l, _ = c.intForm(x.l)
+	r, _ = c.intForm(x.r)
 	if l == nil || r == nil {
-		return nil, nil, nil, nil
+		return nil, nil, compiled{}, nil
 	}
-	generic, err = c.compileNode(n)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return l, r, generic, nil
+	generic, err = c.compileNode(x)
+	return l, r, generic, err
 }
 
 // specialiseDiv gives / of two integers its fast path: as opDiv, the
 // integers become float64s, which must hold them exactly (every integer
 // within ±2^53 does), and the quotient of finite numbers by a non-zero one
 // is finite.
-func (c *compiler) specialiseDiv(n *ast.BinaryNode) (node, error) {
-	l, r, generic, err := c.intOperands(n)
-	if generic == nil {
-		return nil, err
+func (c *compiler) specialiseDiv(x *binaryExpr) (compiled, *Error) {
+	l, r, generic, err := c.intOperands(x)
+	if generic.eval == nil || err != nil {
+		return generic, err
 	}
+	g := generic.eval
 	const exact = 1 << 53
-	if n, ok := n.Right.(*ast.IntegerNode); ok && n.Value != 0 && n.Value >= -exact && n.Value <= exact {
-		b := float64(n.Value) // a constant divisor: a call less
-		return func(f *frame) (record.Value, error) {
-			if a, ok := l(f); ok && a >= -exact && a <= exact {
-				return record.FloatValue(float64(a) / b), nil
+	if n, ok := x.r.(*litExpr); ok && n.val.Kind() == record.Int {
+		b64, _ := n.val.Int()
+		if b64 != 0 && b64 >= -exact && b64 <= exact {
+			b := float64(b64) // a constant divisor: a call less
+			generic.eval = func(f *frame) (record.Value, error) {
+				if a, ok := l(f); ok && a >= -exact && a <= exact {
+					return record.FloatValue(float64(a) / b), nil
+				}
+				return g(f)
 			}
-			return generic(f)
-		}, nil
+			return generic, nil
+		}
 	}
-	return func(f *frame) (record.Value, error) {
+	generic.eval = func(f *frame) (record.Value, error) {
 		if a, ok := l(f); ok && a >= -exact && a <= exact {
 			if b, ok := r(f); ok && b != 0 && b >= -exact && b <= exact {
 				return record.FloatValue(float64(a) / float64(b)), nil
 			}
 		}
-		return generic(f)
-	}, nil
+		return g(f)
+	}
+	return generic, nil
 }
 
 // specialiseCompare gives the comparison of two integers its fast path.
-func (c *compiler) specialiseCompare(n *ast.BinaryNode) (node, error) {
-	l, r, generic, err := c.intOperands(n)
-	if generic == nil {
-		return nil, err
+func (c *compiler) specialiseCompare(x *binaryExpr) (compiled, *Error) {
+	l, r, generic, err := c.intOperands(x)
+	if generic.eval == nil || err != nil {
+		return generic, err
 	}
 	var holds func(a, b int64) bool
-	switch n.Operator {
+	switch x.op {
 	case "==":
 		holds = func(a, b int64) bool { return a == b }
 	case "!=":
@@ -335,33 +327,36 @@ func (c *compiler) specialiseCompare(n *ast.BinaryNode) (node, error) {
 	default:
 		holds = func(a, b int64) bool { return a >= b }
 	}
-	return func(f *frame) (record.Value, error) {
+	g := generic.eval
+	generic.eval = func(f *frame) (record.Value, error) {
 		if a, ok := l(f); ok {
 			if b, ok := r(f); ok {
 				return record.BoolValue(holds(a, b)), nil
 			}
 		}
-		return generic(f)
-	}, nil
+		return g(f)
+	}
+	return generic, nil
 }
 
-// strForm returns the appending path of n, or nil if n has none: a string
+// strForm returns the appending path of x, or nil if x has none: a string
 // constant, a field or let variable that holds a string, string() of a
-// string or of a computed integer, and the concatenation of two of these.
-// built says that n's generic node makes a new string (a concatenation,
-// string() of an integer) rather than giving one that exists: only such a
-// node may be replaced by the appended text, since a string read with
-// escapes is written out with them.
-func (c *compiler) strForm(n ast.Node) (s strNode, built bool) {
-	switch n := n.(type) {
-	case *ast.StringNode:
-		s := n.Value
-		return func(_ *frame, dst []byte) ([]byte, bool) { return append(dst, s...), true }, false
-	case *ast.IdentifierNode:
-		read := c.read(n.Value)
-		if read == nil {
+// string or of a computed integer, a function with an appending form
+// (format_time), and the concatenation of two of these. built says that
+// x's generic node makes a new string (a concatenation, string() of an
+// integer) rather than giving one that exists: only such a node may be
+// replaced by the appended text, since a string read with escapes is
+// written out with them.
+func (c *compiler) strForm(x expr) (s strNode, built bool) {
+	switch x := x.(type) {
+	case *litExpr:
+		if x.val.Kind() != record.String {
 			return nil, false
 		}
+		s := x.val.Text()
+		return func(_ *frame, dst []byte) ([]byte, bool) { return append(dst, s...), true }, false
+	case *identExpr:
+		read := c.read(x)
 		return func(f *frame, dst []byte) ([]byte, bool) {
 			v := read(f)
 			if v.Kind() != record.String {
@@ -369,31 +364,37 @@ func (c *compiler) strForm(n ast.Node) (s strNode, built bool) {
 			}
 			return append(dst, v.Text()...), true
 		}, false
-	case *ast.BuiltinNode:
-		if n.Name != "string" || len(n.Arguments) != 1 {
+	case *callExpr:
+		f := lookupFunc(x.name)
+		if f == nil {
 			return nil, false
 		}
-		if i, computed := c.intForm(n.Arguments[0]); i != nil && computed {
-			return func(f *frame, dst []byte) ([]byte, bool) {
-				v, ok := i(f)
-				if !ok {
-					return dst, false
-				}
-				return strconv.AppendInt(dst, v, 10), true
-			}, true
+		if f.Name == "string" && len(x.args) == 1 {
+			if i, computed := c.intForm(x.args[0]); i != nil && computed {
+				return func(f *frame, dst []byte) ([]byte, bool) {
+					v, ok := i(f)
+					if !ok {
+						return dst, false
+					}
+					return strconv.AppendInt(dst, v, 10), true
+				}, true
+			}
+			return c.strForm(x.args[0]) // string() of a string is itself
 		}
-		return c.strForm(n.Arguments[0]) // string() of a string is itself
-	case *ast.BinaryNode:
-		if n.Operator != "+" {
+		if f.Name == "format_time" {
+			return c.formatTimeForm(x)
+		}
+	case *binaryExpr:
+		if x.op != "+" {
 			return nil, false
 		}
-		l, _ := c.strForm(n.Left)
-		r, _ := c.strForm(n.Right)
+		l, _ := c.strForm(x.l)
+		r, _ := c.strForm(x.r)
 		if l == nil || r == nil {
 			return nil, false
 		}
-		if k, ok := n.Left.(*ast.StringNode); ok { // a constant prefix: a call less
-			prefix := k.Value
+		if k, ok := x.l.(*litExpr); ok { // a constant prefix: a call less
+			prefix := k.val.Text()
 			return func(f *frame, dst []byte) ([]byte, bool) { return r(f, append(dst, prefix...)) }, true
 		}
 		return func(f *frame, dst []byte) ([]byte, bool) {

@@ -1,7 +1,6 @@
-package transform
+package lang
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -32,33 +31,29 @@ type fatalT interface {
 
 // evalBoth evaluates x on a record of value through a map's object and
 // through a condition's lookup.
-func evalBoth(t fatalT, x *Expr, value string) (viaObj, viaLookup outcome) {
+func evalBoth(t fatalT, x *Program, value string) (viaObj, viaLookup outcome) {
 	t.Helper()
 	run := func(lookup bool) outcome {
-		e := getEnv()
-		defer putEnv(e)
+		e := NewEnv()
 		r := new(record.Record)
 		*r = record.New([]byte(value))
-		var f *frame
 		if lookup {
 			vals, found := make([]record.Value, len(x.fields)), make([]bool, len(x.fields))
 			if err := r.Lookup(x.fields, vals, found); err != nil {
 				t.Fatalf("%s: %v", value, err)
 			}
-			f = e.frameFor(r, nil)
-			f.names, f.vals, f.found = x.fields, vals, found
+			e.BindLookup(r, x.fields, vals, found)
 		} else {
-			if err := r.Index(&e.obj); err != nil {
+			var o record.Obj
+			if err := r.Index(&o); err != nil {
 				t.Fatalf("%s: %v", value, err)
 			}
-			f = e.frameFor(r, &e.obj)
+			e.Bind(r, &o)
 		}
-		v, err := x.eval(f)
+		v, err := e.Eval(x)
 		if err != nil {
 			return outcome{err: err.Error()}
 		}
-		// Written before the env goes back to the pool, as every transform
-		// writes its values.
 		return outcome{kind: v.Kind(), json: string(v.AppendJSON(nil))}
 	}
 	return run(false), run(true)
@@ -69,8 +64,15 @@ func evalBoth(t fatalT, x *Expr, value string) (viaObj, viaLookup outcome) {
 // must fail alike.
 func checkFastIsGeneric(t fatalT, src, value string) {
 	t.Helper()
-	fast, err1 := compileWith("test", src, wantAny, &compiler{})
-	generic, err2 := compileWith("test", src, wantAny, &compiler{generic: true})
+	fast, e1 := compile(src, Options{}, false)
+	generic, e2 := compile(src, Options{}, true)
+	var err1, err2 error
+	if e1 != nil {
+		err1 = e1
+	}
+	if e2 != nil {
+		err2 = e2
+	}
 	if (err1 == nil) != (err2 == nil) || err1 != nil && err1.Error() != err2.Error() {
 		t.Fatalf("%s compiles differently: fast %v, generic %v", src, err1, err2)
 	}
@@ -178,120 +180,13 @@ func TestFastPathsAreGenericAtTheEdges(t *testing.T) {
 	}
 }
 
-// Guarantee: a map of the common shapes (integer arithmetic, a string built
-// from a constant and an integer, a constant array) allocates nothing per
-// record: the fast paths are taken, build the string in the env's buffer,
-// and the output is cut from the env's slab (one allocation for hundreds
-// of records).
-func TestMapOfCommonShapesAllocatesNothingPerRecord(t *testing.T) {
-	m, err := NewMap(MapConfig{Set: []Assignment{
-		{"user", `"u" + string(id % 1000)`},
-		{"amount", `((id * 7919) % 100000) / 100`},
-		{"tags", `["a", "b"]`},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	value := []byte(`{"id":100123,"name":"abc","amount":12.5,"region":"eu","user":{"age":33}}`)
-	slot := new(record.Record)
-	out := make([]record.Record, 0, 1)
-	run := func() {
-		*slot = record.New(value)
-		if out, err = m.Process(slot, out[:0]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run()
-	if got, want := string(out[0].Bytes()), `{"id":100123,"name":"abc","amount":740.37,"region":"eu","user":"u123","tags":["a","b"]}`; got != want {
-		t.Fatalf("got %s, want %s", got, want)
-	}
-	if n := testing.AllocsPerRun(1000, run); n != 0 {
-		t.Errorf("the map allocates %v times per record, want 0", n)
-	}
-}
-
-// Guarantee: the values a map writes into its slab are each the record's
-// own: every one keeps its bytes while later records are written, into the
-// same slab and into new ones, and one appended to cannot write over the
-// next (it has no room after it). A value too large for a slab is written
-// whole too.
-func TestMapOutputsKeepTheirBytes(t *testing.T) {
-	m, err := NewMap(MapConfig{Set: []Assignment{{"n", "id * 2"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	big := strings.Repeat("x", slabSize)
-	var kept [][]byte
-	var want []string
-	for i := range 2000 {
-		pad := ""
-		if i%500 == 7 {
-			pad = big
-		}
-		r := record.New(fmt.Appendf(nil, `{"id":%d,"pad":"%s"}`, i, pad))
-		out, err := m.Process(&r, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v := out[0].Bytes()
-		if cap(v) != len(v) {
-			t.Fatalf("record %d: value has room after it (len %d, cap %d)", i, len(v), cap(v))
-		}
-		kept = append(kept, v)
-		want = append(want, fmt.Sprintf(`{"id":%d,"pad":"%s","n":%d}`, i, pad, 2*i))
-		_ = append(v, "garbage"...) // must not reach the next value
-	}
-	for i := range kept {
-		if string(kept[i]) != want[i] {
-			t.Fatalf("record %d: value became %.80s, want %.80s", i, kept[i], want[i])
-		}
-	}
-}
-
-// Guarantee: the strings a record's evaluations build in the env's buffer
-// keep their bytes until the record is written, when a later set builds
-// more of them and when the buffer grows and moves (long is longer than
-// anything the buffer held); the next record's strings do not change the
-// first record's output.
-func TestBuiltStringsLastTheRecord(t *testing.T) {
-	m, err := NewMap(MapConfig{Set: []Assignment{
-		{"a", `"x" + string(id)`},
-		{"b", `"y" + string(id * 2)`},
-		{"c", `a + "-" + b`},
-		{"d", `c + long + c`},
-		{"e", `a + b`},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	long := strings.Repeat("L", 5000)
-	var outs []string
-	for _, id := range []string{"1", "22"} {
-		in := new(record.Record)
-		*in = record.New([]byte(`{"id":` + id + `,"long":"` + long + `"}`))
-		out, err := m.Process(in, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		outs = append(outs, string(out[0].Bytes()))
-	}
-	want := func(id, twice string) string {
-		a, b := "x"+id, "y"+twice
-		c := a + "-" + b
-		return `{"id":` + id + `,"long":"` + long + `","a":"` + a + `","b":"` + b + `","c":"` + c + `","d":"` + c + long + c + `","e":"` + a + b + `"}`
-	}
-	if outs[0] != want("1", "2") || outs[1] != want("22", "44") {
-		t.Errorf("outputs:\n%.200s\n%.200s", outs[0], outs[1])
-	}
-}
-
-// Guarantee: a pooled env does not keep a buffer that one record's long
-// strings grew beyond maxScratch.
+// Guarantee: an Env does not keep a buffer that one record's long strings
+// grew beyond maxScratch.
 func TestEnvDropsALargeScratch(t *testing.T) {
 	for _, size := range []int{maxScratch, maxScratch + 1} {
-		e := new(env)
+		e := NewEnv()
 		e.scratch = make([]byte, 10, size)
-		putEnv(e)
+		e.Release()
 		if kept := e.scratch != nil; kept != (size <= maxScratch) || len(e.scratch) != 0 {
 			t.Errorf("a scratch of capacity %d: kept %v with length %d", size, kept, len(e.scratch))
 		}

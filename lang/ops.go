@@ -1,4 +1,4 @@
-package transform
+package lang
 
 import (
 	"fmt"
@@ -26,11 +26,6 @@ import (
 
 // evalError is a record error of an operator or function: what went wrong,
 // without the expression, which the caller adds.
-type evalError struct{ msg string }
-
-func (e *evalError) Error() string { return e.msg }
-
-func errorf(format string, a ...any) error { return &evalError{fmt.Sprintf(format, a...)} }
 
 // show describes a value in a message: numbers and strings as written (long
 // ones cut), the rest by kind.
