@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/weir-etl/weir/internal/testscript"
+	"github.com/weir-etl/weir/internal/testkit/testscript"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the testdata scripts")

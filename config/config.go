@@ -28,6 +28,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -56,9 +57,19 @@ func Parse(name string, data []byte) (*pipeline.Spec, error) {
 type Options struct {
 	// Sets edit the file before it is decoded, in order (see Set).
 	Sets []Set
-	// Lookup reads an environment variable for ${NAME}; nil means
-	// os.LookupEnv.
+	// Lookup reads an environment variable for ${NAME}, and for the options
+	// named *_env (see Offline); nil means os.LookupEnv.
 	Lookup func(name string) (string, bool)
+	// Offline skips the checks of what the file names in the world outside
+	// it: the connectors' (connector.Checker: paths that must match a file,
+	// directories that must be creatable, certificate files) and the
+	// options named *_env, whose variable must be set (password_env).
+	// `weir validate --offline` sets it, for a file checked away from where
+	// it runs, and `weir test`, whose inputs and outputs are stand-ins.
+	Offline bool
+	// Warn, if set, receives each warning (a deprecated spelling that still
+	// loads), in the order of the file, whether the file loads or not.
+	Warn func(w *Error)
 }
 
 // LoadWith is Load with options.
@@ -76,7 +87,7 @@ func ParseWith(name string, data []byte, o Options) (*pipeline.Spec, error) {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
-	return parseSets(name, data, lookup, o.Sets)
+	return parseWith(name, data, lookup, o.Sets, !o.Offline, o.Warn)
 }
 
 // Validate loads the pipeline file at path and returns every problem found,
@@ -109,6 +120,17 @@ type loader struct {
 	setBy map[*yaml.Node]string
 	// secrets are the substituted values, redacted from every message.
 	secrets []secret
+	// check says whether built components that are connector.Checkers are
+	// checked (Options.Offline unset).
+	check bool
+	// lines are the file's lines, for the excerpt under an expression's
+	// problem.
+	lines []string
+	// warns are the warnings found (see Options.Warn).
+	warns []*Error
+	// unknownNames are the words in the values of unknown options (see
+	// noteNames).
+	unknownNames map[string]bool
 	// common are the keys every component of its kind takes (type,
 	// inputs, batch, ...), by the component's field: an unknown option
 	// there is compared with them too.
@@ -137,6 +159,102 @@ func (l *loader) errorAt(line int, field, format string, args ...any) {
 
 func (l *loader) add(line int, field, msg string) {
 	l.errs = append(l.errs, &Error{File: l.file, Line: line, Field: field, Msg: l.redact(msg)})
+}
+
+// explain marks the problem just added as the cause of any other problem
+// with the setting field (or a setting under it), so that result leaves
+// those out.
+func (l *loader) explain(field string) {
+	if len(l.errs) > 0 {
+		e := l.errs[len(l.errs)-1]
+		e.explains = append(e.explains, field)
+	}
+}
+
+// oneMessagePerFault leaves out every problem that another problem of the
+// list explains: one mistake gets one message. A typo in an option name
+// would otherwise also report the option it meant as missing, and an unset
+// environment variable the empty value it left as invalid.
+func oneMessagePerFault(errs []*Error) []*Error {
+	errs = foldMissing(errs)
+	var causes []string
+	for _, e := range errs {
+		causes = append(causes, e.explains...)
+	}
+	if len(causes) == 0 {
+		return errs
+	}
+	out := errs[:0]
+	for _, e := range errs {
+		if len(e.explains) > 0 || !explained(e.Field, causes) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// foldMissing joins an unknown option with no near spelling to the one
+// required option its component lacks: `routes:` in place of `outputs:`
+// is one mistake, reported once, as the unknown option with the missing
+// one as its suggestion. Where a component has more than one of either,
+// which was meant is not clear, and every problem stays.
+func foldMissing(errs []*Error) []*Error {
+	unknown := map[string][]*Error{} // by component field
+	for _, e := range errs {
+		if e.unknown != "" {
+			unknown[e.Field] = append(unknown[e.Field], e)
+		}
+	}
+	if len(unknown) == 0 {
+		return errs
+	}
+	missing := map[string][]*Error{}
+	for _, e := range errs {
+		comp, opt, ok := cutLast(e.Field)
+		if ok && len(unknown[comp]) == 1 && strings.HasPrefix(e.Msg, "missing") && !strings.ContainsAny(opt, ".[") {
+			missing[comp] = append(missing[comp], e)
+		}
+	}
+	drop := map[*Error]bool{}
+	for comp, ms := range missing {
+		if len(ms) != 1 {
+			continue
+		}
+		u, m := unknown[comp][0], ms[0]
+		_, opt, _ := cutLast(m.Field)
+		u.Msg = strings.Replace(u.Msg, fmt.Sprintf("unknown option %q", u.unknown),
+			fmt.Sprintf("unknown option %q (did you mean %q? %s)", u.unknown, opt, strings.TrimPrefix(strings.TrimPrefix(m.Msg, "missing"), ": ")), 1)
+		drop[m] = true
+	}
+	if len(drop) == 0 {
+		return errs
+	}
+	out := errs[:0]
+	for _, e := range errs {
+		if !drop[e] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// cutLast splits a dotted field at its last dot.
+func cutLast(field string) (before, after string, ok bool) {
+	i := strings.LastIndexByte(field, '.')
+	if i < 0 {
+		return "", "", false
+	}
+	return field[:i], field[i+1:], true
+}
+
+// explained reports whether field is one of causes or a setting under one.
+func explained(field string, causes []string) bool {
+	for _, c := range causes {
+		if field == c || (strings.HasPrefix(field, c) && (field[len(c)] == '.' || field[len(c)] == '[')) {
+			return true
+		}
+	}
+	return false
 }
 
 // redact replaces every substituted value in msg by its ${NAME} reference.
@@ -171,31 +289,87 @@ func (l *loader) result() error {
 	if len(l.errs) == 0 {
 		return nil
 	}
+	l.errs = oneMessagePerFault(l.errs)
 	sort.SliceStable(l.errs, func(i, j int) bool { return l.errs[i].Line < l.errs[j].Line })
 	return &Errors{File: l.file, List: l.errs}
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
 
-func parse(name string, data []byte, lookup func(string) (string, bool)) (*pipeline.Spec, error) {
-	return parseSets(name, data, lookup, nil)
+// LocateSyntaxError says where in data the YAML syntax error err (from
+// parsing data with go.yaml.in/yaml/v3) is, and what it is, for every YAML
+// file weir reads. The parser names the line where the enclosing block began (line 1 for
+// a bad indent on line 5, since the top mapping began there), not where it
+// found the fault, and no column. So the fault is found again: it is on the
+// first line whose prefix of the file fails with the same error, since a
+// prefix that ends before the fault still parses (or fails otherwise, at
+// its end). The column is the line's first non-blank one, where indentation
+// faults are; an error about the end of the stream (an unclosed quote or
+// bracket) keeps the parser's line, where the unclosed thing began.
+func LocateSyntaxError(data []byte, err error) (line, col int, msg string) {
+	msg = err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = msg[len(m[0]):]
+	} else {
+		msg = strings.TrimPrefix(msg, "yaml: ")
+	}
+	if strings.Contains(msg, "end of stream") {
+		return line, 0, msg
+	}
+	const maxLines = 5000 // beyond that, the parser's line; configs are far shorter
+	end := 0
+	for k := 1; k <= maxLines && end < len(data); k++ {
+		next := bytes.IndexByte(data[end:], '\n')
+		if next < 0 {
+			next = len(data)
+		} else {
+			next += end + 1
+		}
+		var n yaml.Node
+		if e := yaml.Unmarshal(data[:next], &n); e != nil && e.Error() == err.Error() {
+			text := data[end:next]
+			col = 1 + len(text) - len(bytes.TrimLeft(text, " \t"))
+			switch {
+			case strings.Contains(msg, "tab character"):
+				col = 1 + bytes.IndexByte(text, '\t')
+			}
+			switch {
+			case strings.Contains(msg, "did not find expected key"), strings.Contains(msg, "mapping values are not allowed"):
+				msg += ": check the indentation of this line against the lines above it"
+			case strings.Contains(msg, "tab character"):
+				msg += ": indent with spaces"
+			}
+			return k, col, msg
+		}
+		end = next
+	}
+	return line, 0, msg
 }
 
-func parseSets(name string, data []byte, lookup func(string) (string, bool), sets []Set) (*pipeline.Spec, error) {
-	l := &loader{file: name, lookup: lookup, original: make(map[*yaml.Node]string), setBy: make(map[*yaml.Node]string)}
+func parse(name string, data []byte, lookup func(string) (string, bool)) (*pipeline.Spec, error) {
+	return parseWith(name, data, lookup, nil, true, nil)
+}
+
+// parseWith is ParseWith's work: check is !Options.Offline, warn Options.Warn.
+func parseWith(name string, data []byte, lookup func(string) (string, bool), sets []Set, check bool, warn func(*Error)) (*pipeline.Spec, error) {
+	l := &loader{file: name, lookup: lookup, check: check, original: make(map[*yaml.Node]string), setBy: make(map[*yaml.Node]string),
+		lines: strings.Split(string(data), "\n")}
+	if warn != nil {
+		defer func() {
+			sort.SliceStable(l.warns, func(i, j int) bool { return l.warns[i].Line < l.warns[j].Line })
+			for _, w := range l.warns {
+				warn(w)
+			}
+		}()
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		// The file is parsed before substitution, so a syntax error cannot
 		// contain a secret.
-		msg := err.Error()
-		line := 0
-		if m := yamlLine.FindStringSubmatch(msg); m != nil {
-			line, _ = strconv.Atoi(m[1])
-			msg = msg[len(m[0]):]
-		} else {
-			msg = strings.TrimPrefix(msg, "yaml: ")
-		}
-		l.errorAt(line, "", "not valid YAML: %s", msg)
+		line, col, msg := LocateSyntaxError(data, err)
+		l.add(line, "", "not valid YAML: "+msg)
+		l.errs[len(l.errs)-1].Column = col
 		return nil, l.result()
 	}
 	if len(doc.Content) == 0 && len(sets) > 0 {

@@ -39,28 +39,28 @@ func TestFullExample(t *testing.T) {
 		Password:     "hunter2-pw",
 	}
 	wantSources := []pipeline.SourceSpec{{
-		Name: "orders", Source: &testSource{name: "orders", cfg: wantSrcCfg},
+		Name: "orders", Type: "test_source", Source: &testSource{name: "orders", cfg: wantSrcCfg},
 		MaxInFlightBatches: 64, MaxInFlightBytes: 16 << 20, Settings: wantSrcCfg,
 	}}
 	if !reflect.DeepEqual(spec.Sources, wantSources) {
 		t.Errorf("sources:\n got %+v\nwant %+v", spec.Sources, wantSources)
 	}
 	defRetry := pipeline.RetrySettings{MaxAttempts: 5, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second, MaxElapsed: time.Minute}
-	defBatch := pipeline.BatchSettings{MaxRecords: 10000, MaxBytes: 8 << 20, MaxAge: time.Second, Overlap: 2}
+	defBatch := pipeline.BatchSettings{MaxRecords: 10000, MaxBytes: 8 << 20, MaxAge: time.Second, Overlap: 2, AdaptRecords: true}
 	wantSinks := []pipeline.SinkSpec{
 		{
-			Name: "warehouse", Inputs: []string{"items"},
+			Name: "warehouse", Inputs: []string{"items"}, Type: "test_sink",
 			Sink:      &testSink{name: "warehouse", cfg: &testSinkConfig{Dir: "/var/out"}},
 			Batch:     pipeline.BatchSettings{MaxRecords: 500, MaxBytes: 4 << 20, MaxAge: 2 * time.Second, Overlap: 3},
 			Retry:     pipeline.RetrySettings{MaxAttempts: 3, InitialBackoff: 50 * time.Millisecond, MaxBackoff: 5 * time.Second, MaxElapsed: 30 * time.Second},
 			OnFailure: pipeline.DeadLetter, DeadLetter: "failed", GiveUpAfter: pipeline.DefaultGiveUpAfter,
 		},
 		{
-			Name: "failed", Sink: &testSink{name: "failed", cfg: &testSinkConfig{Dir: "/var/failed"}}, Batch: defBatch, Retry: defRetry, OnFailure: pipeline.Halt,
+			Name: "failed", Type: "test_sink", Sink: &testSink{name: "failed", cfg: &testSinkConfig{Dir: "/var/failed"}}, Batch: defBatch, Retry: defRetry, OnFailure: pipeline.Halt,
 			GiveUpAfter: pipeline.DefaultGiveUpAfter,
 		},
 		{
-			Name: "debug", Inputs: []string{"by_region.eu"},
+			Name: "debug", Inputs: []string{"by_region.eu"}, Type: "test_sink",
 			Sink:               &testSink{name: "debug", cfg: &testSinkConfig{Dir: "/tmp/debug"}},
 			NoAcknowledgements: true, Batch: defBatch, Retry: defRetry, GiveUpAfter: pipeline.DefaultGiveUpAfter,
 		},
@@ -69,7 +69,7 @@ func TestFullExample(t *testing.T) {
 		t.Errorf("sinks:\n got %+v\nwant %+v", spec.Sinks, wantSinks)
 	}
 	wantCP := pipeline.CheckpointSettings{CommitInterval: 2 * time.Second, ShutdownTimeout: 20 * time.Second, DrainTimeout: 10 * time.Second, StallWarning: 2 * time.Minute,
-		CommitFailureTimeout: pipeline.DefaultCommitFailureTimeout}
+		CommitFailureTimeout: pipeline.DefaultCommitFailureTimeout, CommitTimeout: pipeline.DefaultCommitTimeout}
 	if spec.Checkpoint != wantCP {
 		t.Errorf("checkpoint: got %+v, want %+v", spec.Checkpoint, wantCP)
 	}
@@ -133,7 +133,7 @@ func TestMinimalTakesDefaults(t *testing.T) {
 		t.Errorf("sink defaults: %+v", sk)
 	}
 	want := pipeline.CheckpointSettings{CommitInterval: 5 * time.Second, ShutdownTimeout: 30 * time.Second, DrainTimeout: 30 * time.Second, StallWarning: time.Minute,
-		CommitFailureTimeout: 5 * time.Minute}
+		CommitFailureTimeout: 5 * time.Minute, CommitTimeout: 30 * time.Second}
 	if spec.Checkpoint != want || spec.Metrics.Address != "127.0.0.1:9464" {
 		t.Errorf("defaults: %+v %+v", spec.Checkpoint, spec.Metrics)
 	}
@@ -202,7 +202,7 @@ func TestValidationErrors(t *testing.T) {
 		{"unknown source type", strings.Replace(base, "type: test_source", "type: test_sorce", 1),
 			3, "sources.in.type", `unknown source type "test_sorce" (did you mean "test_source"?); registered source types: generate, test_source`},
 		{"unknown sink type", strings.Replace(base, "type: test_sink", "type: s3", 1),
-			12, "sinks.out.type", "registered sink types: test_optionless, test_sink"},
+			12, "sinks.out.type", "registered sink types: test_envsink, test_optionless, test_sink"},
 		{"unknown transform type", strings.Replace(base, "type: filter", "type: filtre", 1),
 			7, "transforms.f.type", `unknown transform type "filtre" (did you mean "filter"?); registered transform types: filter, flat_map, map, route`},
 		{"missing type", strings.Replace(base, "    type: test_sink\n", "", 1),
@@ -228,7 +228,7 @@ func TestValidationErrors(t *testing.T) {
 		{"missing condition", strings.Replace(base, "    condition: id > 1\n", "", 1),
 			6, "transforms.f.condition", "missing: transforms.f needs a condition"},
 		{"expression does not compile", strings.Replace(base, "condition: id > 1", "condition: id >", 1),
-			9, "transforms.f.condition", `expression "id >" does not compile: unexpected token EOF`},
+			9, "transforms.f.condition", `expression "id >" does not compile: unexpected end of the expression`},
 		{"condition not bool", strings.Replace(base, "condition: id > 1", "condition: 1 + 2", 1),
 			9, "transforms.f.condition", "a condition must give a bool"},
 		{"bad duration", strings.Replace(base, "inputs: [f]", "inputs: [f]\n    batch:\n      max_age: 5", 2),
@@ -314,9 +314,15 @@ func TestValidationErrors(t *testing.T) {
 			15, "checkpoint.commit_interval", `"-1s" is negative`},
 		{"zero checkpoint", base + "checkpoint:\n  commit_interval: 0s\n",
 			15, "checkpoint.commit_interval", "must be more than 0"},
+		{"negative commit_timeout", base + "checkpoint:\n  commit_timeout: -5s\n",
+			15, "checkpoint.commit_timeout", `"-5s" is negative`},
+		{"zero commit_timeout", base + "checkpoint:\n  commit_timeout: 0s\n",
+			15, "checkpoint.commit_timeout", "must be more than 0"},
+		{"commit_timeout not a duration", base + "checkpoint:\n  commit_timeout: soon\n",
+			15, "checkpoint.commit_timeout", "soon"},
 		{"map set does not compile", strings.Replace(base, "    type: filter\n    inputs: [in]\n    condition: id > 1\n",
 			"    type: map\n    inputs: [in]\n    set:\n      a: 1 +\n", 1),
-			10, "transforms.f.set[a]", `expression "1 +" does not compile`},
+			10, "transforms.f.set.a", `expression "1 +" does not compile`},
 		{"map renames twice to one field", strings.Replace(base, "    type: filter\n    inputs: [in]\n    condition: id > 1\n",
 			"    type: map\n    inputs: [in]\n    rename: { a: c, b: c }\n", 1),
 			6, "transforms.f", `map renames both "a" and "b" to "c"`},
@@ -368,7 +374,7 @@ func TestAllErrorsAtOnce(t *testing.T) {
 		`invalid.yaml:4: sources.orders: unknown option "pathh" (did you mean "path"?)`,
 		`invalid.yaml:5: sources.unused: feeds nothing`,
 		`invalid.yaml:11: transforms.even.inputs[0]: "order" names no source, transform or route output; did you mean "orders"?`,
-		`invalid.yaml:12: transforms.even.condition: expression "id % 2 ==" does not compile`,
+		`invalid.yaml:12:25: transforms.even.condition: expression "id % 2 ==" does not compile`,
 		`invalid.yaml:15: transforms.a.inputs: inputs form a cycle, so no record could ever leave it: a -> b -> a`,
 		`invalid.yaml:25: sinks.out.batch.max_age: "5" has no unit`,
 		`invalid.yaml:27: sinks.out.dead_letter: "nowhere" names no sink`,
@@ -377,7 +383,12 @@ func TestAllErrorsAtOnce(t *testing.T) {
 	if !strings.HasPrefix(text, "config: ") {
 		t.Errorf("Errors text lacks the package prefix: %q", text)
 	}
-	lines := strings.Split(text, "\n")[1:]
+	var lines []string // a problem's own lines (an expression's excerpt) are indented
+	for _, l := range strings.Split(text, "\n")[1:] {
+		if !strings.HasPrefix(l, " ") {
+			lines = append(lines, l)
+		}
+	}
 	if len(lines) != len(es.List) {
 		t.Errorf("Error() has %d problem lines for %d problems", len(lines), len(es.List))
 	}

@@ -53,6 +53,17 @@ func (l *loader) decode(n *yaml.Node, v reflect.Value, field string) {
 			return
 		}
 	}
+	switch {
+	case v.Type() == expressionType:
+		l.decodeExpression(n, v, field, false)
+		return
+	case v.Type() == conditionType:
+		l.decodeExpression(n, v, field, true)
+		return
+	case v.Type().Implements(orderedType):
+		l.decodePairs(n, v, field)
+		return
+	}
 	if v.Type() == durationType {
 		// yaml.v3 reads a bare 5 as 5 nanoseconds; require a unit instead.
 		if n.Kind != yaml.ScalarNode {
@@ -230,6 +241,7 @@ func (l *loader) decodeStruct(n *yaml.Node, v reflect.Value, field string) {
 		f, ok := byName[k.Value]
 		if !ok {
 			l.unknownOption(k, field, optionNames(fs))
+			l.noteNames(val)
 			return
 		}
 		fv := v.FieldByIndex(f.index)
@@ -273,6 +285,26 @@ func (l *loader) decodeSize(n *yaml.Node, v reflect.Value, field string) {
 	}
 }
 
+// noteNames keeps the plain words in the value of an unknown option (the
+// names in `from: [in]`): a source it names is not reported as feeding
+// nothing, which would be the same mistake told twice.
+func (l *loader) noteNames(val *yaml.Node) {
+	switch val.Kind {
+	case yaml.ScalarNode:
+		if l.unknownNames == nil {
+			l.unknownNames = map[string]bool{}
+		}
+		base, _, _ := strings.Cut(val.Value, ".")
+		l.unknownNames[base] = true
+	case yaml.SequenceNode:
+		for _, c := range val.Content {
+			if c.Kind == yaml.ScalarNode {
+				l.noteNames(c)
+			}
+		}
+	}
+}
+
 // unknownOption reports key k, which is not among valid.
 func (l *loader) unknownOption(k *yaml.Node, field string, valid []string) {
 	own := len(valid) > 0
@@ -280,8 +312,9 @@ func (l *loader) unknownOption(k *yaml.Node, field string, valid []string) {
 		valid = slices.Sorted(slices.Values(slices.Concat(valid, c)))
 	}
 	msg := fmt.Sprintf("unknown option %q", k.Value)
-	if s := suggest.Closest(k.Value, valid); s != "" {
-		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	meant := suggest.Closest(k.Value, valid)
+	if meant != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", meant)
 	}
 	switch {
 	case len(valid) == 0:
@@ -292,6 +325,12 @@ func (l *loader) unknownOption(k *yaml.Node, field string, valid []string) {
 		msg += "; valid options: " + strings.Join(valid, ", ")
 	}
 	l.errorf(k, field, "%s", msg)
+	if meant != "" {
+		// "paths: is empty" would be the same mistake told again.
+		l.explain(join(field, meant))
+	} else if len(l.errs) > 0 {
+		l.errs[len(l.errs)-1].unknown = k.Value
+	}
 }
 
 // eachPair calls f for each key and value of mapping n, reporting keys that

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weir-etl/weir/pipeline"
+	"github.com/weir-etl/weir/transform"
 )
 
 // Kind is the kind of value an option takes, as a pipeline file writes it.
@@ -25,6 +26,10 @@ const (
 	KindMap      Kind = "map" // name: value
 	KindObject   Kind = "object"
 	KindAny      Kind = "any"
+	// KindExpression is a string holding an expression
+	// (docs/expressions.md), KindCondition one that must give a bool.
+	KindExpression Kind = "expression"
+	KindCondition  Kind = "condition"
 )
 
 // Option describes one option of a pipeline file for people and editors:
@@ -56,6 +61,9 @@ type Option struct {
 }
 
 var (
+	expressionType     = reflect.TypeFor[transform.Expression]()
+	conditionType      = reflect.TypeFor[transform.Condition]()
+	orderedType        = reflect.TypeFor[interface{ OrderedMapping() }]()
 	configDurationType = reflect.TypeFor[Duration]()
 	configSizeType     = reflect.TypeFor[Size]()
 )
@@ -115,6 +123,18 @@ func describeValue(t reflect.Type, v reflect.Value, size bool) Option {
 	}
 	var o Option
 	switch {
+	case t == expressionType:
+		o.Kind = KindExpression
+		return o
+	case t == conditionType:
+		o.Kind = KindCondition
+		return o
+	case t.Implements(orderedType):
+		// Pairs: a mapping in the file, of its elements' Value.
+		o.Kind = KindMap
+		e := describeValue(t.Elem().Field(1).Type, reflect.Value{}, false)
+		o.Elem = &e
+		return o
 	case t == durationType || t == configDurationType:
 		o.Kind, o.Unit = KindDuration, "duration"
 		if v.IsValid() {
@@ -295,8 +315,8 @@ func DescribeSections() Sections {
 	cpDef := &checkpointOptions{
 		CommitInterval: Duration(cp.CommitInterval), ShutdownTimeout: Duration(cp.ShutdownTimeout),
 		DrainTimeout: Duration(cp.DrainTimeout), StallWarning: Duration(cp.StallWarning),
-		CommitFailureTimeout: Duration(cp.CommitFailureTimeout),
-		MaxInFlightBatches:   sp.Sources[0].MaxInFlightBatches, MaxInFlightBytes: Size(sp.Sources[0].MaxInFlightBytes),
+		CommitFailureTimeout: Duration(cp.CommitFailureTimeout), CommitTimeout: Duration(cp.CommitTimeout),
+		MaxInFlightBatches: sp.Sources[0].MaxInFlightBatches, MaxInFlightBytes: Size(sp.Sources[0].MaxInFlightBytes),
 	}
 	addr := pipeline.DefaultMetricsAddress
 	s := Sections{
@@ -306,8 +326,9 @@ func DescribeSections() Sections {
 		Checkpoint: Describe(reflect.TypeFor[checkpointOptions](), cpDef),
 		Metrics:    Describe(reflect.TypeFor[metricsOptions](), &metricsOptions{Address: &addr}),
 	}
-	for _, d := range transformTypeDefs {
-		s.Transforms = append(s.Transforms, TransformType{Name: d.name, Doc: d.doc, Options: Describe(d.options, nil)})
+	for _, name := range transform.Types() {
+		t, _ := transform.Lookup(name)
+		s.Transforms = append(s.Transforms, TransformType{Name: name, Doc: t.Doc, Options: Describe(t.ConfigType, t.NewConfig())})
 	}
 	return s
 }

@@ -106,6 +106,7 @@ func (l *loader) substituteTree(n *yaml.Node, field string) {
 		v, subs, errs := substitute(n.Value, l.lookup)
 		for _, msg := range errs {
 			l.errorf(n, field, "%s", msg)
+			l.explain(field)
 		}
 		if v == n.Value && len(subs) == 0 {
 			return

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"reflect"
 	"strings"
 
@@ -26,6 +27,7 @@ func (p *pipelineFile) decodeOptions(cfg any, rest, at *yaml.Node, field string)
 	case cfg == nil:
 		for i := 0; i+1 < len(rest.Content); i += 2 {
 			p.unknownOption(rest.Content[i], field, nil)
+			p.noteNames(rest.Content[i+1])
 		}
 		return len(p.errs) == before
 	case rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct:
@@ -36,7 +38,47 @@ func (p *pipelineFile) decodeOptions(cfg any, rest, at *yaml.Node, field string)
 	}
 	p.decodeStruct(rest, rv.Elem(), field)
 	p.validateConfig(cfg, rest, at, field, p.bad[badBefore:])
+	if p.check {
+		p.checkEnv(rv.Elem(), rest, at, field, "", p.bad[badBefore:])
+	}
 	return len(p.errs) == before
+}
+
+// checkEnv reports every option named *_env (an environment variable that
+// holds a secret, such as password_env) whose variable is not set, at the
+// option's line, or at the component's when the value is the connector's
+// default: `weir validate` catches what `weir run` would only find when it
+// connects. An empty value names no variable and is the connector's to
+// judge.
+func (p *pipelineFile) checkEnv(v reflect.Value, opts, at *yaml.Node, field, prefix string, bad []string) {
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if !f.IsExported() || name == "-" || name == "" {
+			continue
+		}
+		path := prefix + name
+		fv := v.Field(i)
+		switch {
+		case fv.Kind() == reflect.Struct:
+			p.checkEnv(fv, opts, at, field, path+".", bad)
+		case fv.Kind() == reflect.String && strings.HasSuffix(name, "_env") && fv.String() != "":
+			full := join(field, path)
+			if overlaps(full, bad) {
+				continue
+			}
+			if _, ok := p.lookup(fv.String()); ok {
+				continue
+			}
+			n := locate(opts, path)
+			how := "its value"
+			if n == nil {
+				n, how = at, "the default"
+			}
+			p.errorf(n, full, "names the environment variable %s (%s), which is not set: export it before starting weir, or set %s to the variable that holds the secret", fv.String(), how, name)
+		}
+	}
 }
 
 // validateConfig calls cfg's Validate method, if it has one. It reports each
@@ -47,7 +89,26 @@ func (p *pipelineFile) validateConfig(cfg any, opts, at *yaml.Node, field string
 	if !ok {
 		return
 	}
-	fields, others := connector.FieldErrors(v.Validate())
+	p.reportFieldErrors(v.Validate(), opts, at, field, bad)
+}
+
+// checkComponent calls Check of a built component that is a
+// connector.Checker, unless the load is offline, and reports its problems
+// as validateConfig does. A component whose options were wrong is not
+// built, so it is not checked: its options' own problems come first.
+func (p *pipelineFile) checkComponent(c any, opts, at *yaml.Node, field string) {
+	chk, ok := c.(connector.Checker)
+	if !ok || !p.check {
+		return
+	}
+	p.reportFieldErrors(chk.Check(context.Background()), opts, at, field, nil)
+}
+
+// reportFieldErrors reports each *connector.FieldError of err at the line of
+// its option, and any other error at the component (unless bad names
+// options that did not decode, which such an error may come from).
+func (p *pipelineFile) reportFieldErrors(err error, opts, at *yaml.Node, field string, bad []string) {
+	fields, others := connector.FieldErrors(err)
 	for _, fe := range fields {
 		full := join(field, fe.Field)
 		if fe.Field == "" {

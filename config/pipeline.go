@@ -42,7 +42,7 @@ type place struct {
 	field string     // its path in errors: "sinks.out", "checkpoint"
 }
 
-var topLevel = []string{"checkpoint", "metrics", "sinks", "sources", "transforms"}
+var topLevel = []string{"checkpoint", "metrics", "name", "sinks", "sources", "transforms"}
 
 func (p *pipelineFile) read(root *yaml.Node) {
 	p.eachPair(root, "", func(k, v *yaml.Node) {
@@ -52,6 +52,7 @@ func (p *pipelineFile) read(root *yaml.Node) {
 		}
 		p.sections[k.Value] = place{key: k, value: resolve(v), field: k.Value}
 	})
+	p.readName(p.sections["name"].value)
 	p.readCheckpoint(p.sections["checkpoint"].value)
 	p.readMetrics(p.sections["metrics"].value)
 	for _, s := range []string{"sources", "transforms", "sinks"} {
@@ -220,6 +221,7 @@ func (p *pipelineFile) readSource(k, v *yaml.Node, field string) {
 		p.unknownType(tn, field, "source", registered)
 		return
 	}
+	p.spec.Sources[idx].Type = typ
 	cfg := st.NewConfig()
 	if !p.decodeOptions(cfg, rest, k, field) {
 		return
@@ -229,6 +231,26 @@ func (p *pipelineFile) readSource(k, v *yaml.Node, field string) {
 		p.errorf(k, field, "%s", err)
 		return
 	}
+	p.checkComponent(src, rest, k, field)
 	p.spec.Sources[idx].Source = src
 	p.spec.Sources[idx].Settings = cfg
+}
+
+// readName reads the pipeline's name (weir run -d DIR names a pipeline
+// after its file unless it says otherwise).
+func (p *pipelineFile) readName(n *yaml.Node) {
+	if n == nil {
+		return
+	}
+	ok := n.Kind == yaml.ScalarNode && n.Value != "" && len(n.Value) <= 64
+	for _, r := range n.Value {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			ok = false
+		}
+	}
+	if !ok {
+		p.errorf(n, "name", "must be 1 to 64 letters, digits, '_' and '-' (it names the pipeline in weir run -d, the API and the metrics); got %s", p.describe(n))
+		return
+	}
+	p.spec.Name = n.Value
 }

@@ -1,6 +1,9 @@
 package config
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/pipeline"
 	"github.com/weir-etl/weir/transform"
@@ -27,6 +30,9 @@ func (p *pipelineFile) report(pr pipeline.Problem) {
 		at = p.comps[component{pr.Kind, pr.Name}]
 	}
 	n, field := at.key, at.field
+	if p.namesBroken(pr) || (pr.Field == "" && strings.HasPrefix(pr.Msg, "feeds nothing") && p.unknownNames[pr.Name]) {
+		return
+	}
 	if pr.Field != "" {
 		field = join(field, pr.Field)
 		if l := locate(at.value, pr.Field); l != nil {
@@ -39,6 +45,49 @@ func (p *pipelineFile) report(pr pipeline.Problem) {
 		}
 	}
 	p.errorf(n, field, "%s", pr.Msg)
+}
+
+// namesBroken reports whether pr is about an input that names a component
+// whose own settings the loader already found wrong: a route whose outputs
+// were given under a misspelt key has none, so "route r has no output a"
+// would be the route's mistake told a second time, at its reader.
+func (p *pipelineFile) namesBroken(pr pipeline.Problem) bool {
+	var k int
+	if _, err := fmt.Sscanf(pr.Field, "inputs[%d]", &k); err != nil || k < 0 {
+		return false
+	}
+	var inputs []string
+	switch pr.Kind {
+	case "sink":
+		for _, sk := range p.spec.Sinks {
+			if sk.Name == pr.Name {
+				inputs = sk.Inputs
+			}
+		}
+	case "transform":
+		for _, ts := range p.spec.Transforms {
+			if ts.Name == pr.Name {
+				inputs = ts.Inputs
+			}
+		}
+	}
+	if k >= len(inputs) {
+		return false
+	}
+	// Only a transform: what an input may name of it (a route's outputs)
+	// comes from its settings, while a source's name is valid whatever
+	// its settings say.
+	base, _, _ := strings.Cut(inputs[k], ".")
+	at, ok := p.comps[component{"transform", base}]
+	if !ok {
+		return false
+	}
+	for _, e := range p.errs {
+		if e.Field == at.field || strings.HasPrefix(e.Field, at.field+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // The stand-ins take the place of a component that could not be built (its

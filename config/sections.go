@@ -1,9 +1,6 @@
 package config
 
-import (
-	"reflect"
-	"slices"
-)
+import "reflect"
 
 // The keys of a pipeline file outside the connectors' own options, as
 // structs whose `yaml` and `doc` tags are the one description of them: the
@@ -21,43 +18,8 @@ type sourceOptions struct {
 
 // transformOptions are the keys of every transform.
 type transformOptions struct {
-	Type   string   `yaml:"type" enum:"filter,map,flat_map,route" doc:"The transform type: filter, map, flat_map or route."`
+	Type   string   `yaml:"type" doc:"The transform type: a registered transform type (weir list)."`
 	Inputs []string `yaml:"inputs" doc:"Sources, transforms or route outputs (<route>.<output>) whose records this transform takes. Required."`
-}
-
-// filterOptions are a filter's own keys.
-type filterOptions struct {
-	Condition string `yaml:"condition" doc:"Keep the record when this expression is true; anything else, null included, is a record error. Required."`
-}
-
-// mapOptions are a map's own keys; it needs at least one.
-type mapOptions struct {
-	Set    map[string]string `yaml:"set" doc:"field: expression, in order; each sees the fields the ones before it set. Dotted fields reach into objects."`
-	Rename map[string]string `yaml:"rename" doc:"old: new field names, applied after every set. Renaming a missing field does nothing."`
-	Delete []string          `yaml:"delete" doc:"Fields to remove, after the renames. Deleting a missing field does nothing."`
-}
-
-// flatMapOptions are a flat_map's own keys.
-type flatMapOptions struct {
-	Explode string `yaml:"explode" doc:"An array expression: each element becomes a record (an object element its fields; any other element stored under as). Null or missing drops the record. Required."`
-	As      string `yaml:"as" doc:"The field a non-object element is stored under, in a copy of the parent's fields. Default: explode when it is a field path, value otherwise."`
-}
-
-// routeOptions are a route's own keys.
-type routeOptions struct {
-	Outputs map[string]string `yaml:"outputs" doc:"output name: condition, in order; a record goes to every output whose condition holds, and downstream an output is named <route>.<output>. Required."`
-}
-
-// transformTypeDefs are the transform types with their docs and own keys,
-// in the order help lists them.
-var transformTypeDefs = []struct {
-	name, doc string
-	options   reflect.Type
-}{
-	{"filter", "keeps the records for which a condition is true", reflect.TypeFor[filterOptions]()},
-	{"map", "sets, renames and deletes fields, changing nothing else of the record", reflect.TypeFor[mapOptions]()},
-	{"flat_map", "turns each element of an array into a record", reflect.TypeFor[flatMapOptions]()},
-	{"route", "sends each record to the outputs whose conditions it meets", reflect.TypeFor[routeOptions]()},
 }
 
 // sinkOptions are the keys of every sink, beside its type's options.
@@ -76,7 +38,7 @@ type sinkOptions struct {
 // batchOptions is the batch mapping of a sink: pipeline.BatchSettings in a
 // file. What it leaves out is filled in by pipeline.FillDefaults.
 type batchOptions struct {
-	MaxRecords int      `yaml:"max_records" doc:"Flush after this many records."`
+	MaxRecords int      `yaml:"max_records" doc:"Flush after this many records. Left unset, the count follows the sink's pace, from 10000 up to 100000 within max_bytes (docs/runtime.md, Group size)."`
 	MaxBytes   Size     `yaml:"max_bytes" doc:"Flush after this many bytes."`
 	MaxAge     Duration `yaml:"max_age" doc:"Flush a group this old."`
 	Linger     Duration `yaml:"linger" doc:"Also flush once the sink's input has been idle this long (below max_age): lower latency when caught up, more flushes on a trickle. 0 is off."`
@@ -98,33 +60,27 @@ type checkpointOptions struct {
 	CommitInterval       Duration `yaml:"commit_interval" doc:"How often committable positions are committed to the sources."`
 	ShutdownTimeout      Duration `yaml:"shutdown_timeout" doc:"On a graceful stop, how long in-flight data gets to become durable before what is unwritten is abandoned (and read again next time)."`
 	DrainTimeout         Duration `yaml:"drain_timeout" doc:"How long a revoked partition (a Kafka rebalance) gets to finish its batches in flight."`
-	StallWarning         Duration `yaml:"stall_warning" doc:"A partition whose watermark has not moved, or a sink failing, this long is logged, named in /debug/stalls and makes /readyz answer 503."`
+	StallWarning         Duration `yaml:"stall_warning" doc:"A partition whose watermark has not moved, a commit not answering or failing, or a sink failing, this long is logged once, named in /debug/stalls and makes /readyz answer 503."`
 	CommitFailureTimeout Duration `yaml:"commit_failure_timeout" doc:"Commits that keep failing this long stop the run."`
+	CommitTimeout        Duration `yaml:"commit_timeout" doc:"How long one commit to a source may take: one that has not answered by then fails and is retried with backoff, committing nothing."`
 	MaxInFlightBatches   int      `yaml:"max_in_flight_batches" doc:"Batches read but not resolved before a source's polling pauses, for every source that does not set its own."`
 	MaxInFlightBytes     Size     `yaml:"max_in_flight_bytes" doc:"Bytes of such batches before polling pauses, for every source that does not set its own."`
 }
 
 // metricsOptions is the metrics section.
 type metricsOptions struct {
-	Address *string `yaml:"address" doc:"host:port of the HTTP endpoints (/metrics, /healthz, /readyz, /debug/stalls, /api/v1/status, the status page, tap), or off. Keep it on loopback unless a proxy guards it."`
+	Address *string `yaml:"address" doc:"host:port of the HTTP endpoints (/metrics, /healthz, /readyz, /debug/stalls, /api/v1/status, the status page, tap), or off. Beyond loopback, what shows records needs token_env."`
 	Pprof   bool    `yaml:"pprof" doc:"Also serve Go's profiles under /debug/pprof/."`
+	// TokenEnv names the variable that holds the bearer token of the
+	// endpoints that show records (pipeline/guard.go).
+	TokenEnv string `yaml:"token_env" doc:"The environment variable holding a bearer token. With it, taps, /api/v1/status and profiles answer only requests that carry it, on any address; without it they are served on loopback only. weir tap and weir top send WEIR_METRICS_TOKEN."`
 }
 
 // keysOf lists the YAML names of struct type t's options, sorted.
 func keysOf(t reflect.Type) []string { return optionNames(optionsOf(t)) }
 
 var (
-	sourceCommon       = keysOf(reflect.TypeFor[sourceOptions]())
-	sinkCommon         = keysOf(reflect.TypeFor[sinkOptions]())
-	transformCommon    = keysOf(reflect.TypeFor[transformOptions]())
-	transformTypes     = map[string][]string{}
-	transformTypeNames []string
+	sourceCommon    = keysOf(reflect.TypeFor[sourceOptions]())
+	sinkCommon      = keysOf(reflect.TypeFor[sinkOptions]())
+	transformCommon = keysOf(reflect.TypeFor[transformOptions]())
 )
-
-func init() {
-	for _, d := range transformTypeDefs {
-		transformTypes[d.name] = keysOf(d.options)
-		transformTypeNames = append(transformTypeNames, d.name)
-	}
-	slices.Sort(transformTypeNames)
-}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"reflect"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -29,6 +30,7 @@ func (p *pipelineFile) readCheckpoint(n *yaml.Node) {
 		{"drain_timeout", int64(c.DrainTimeout)},
 		{"stall_warning", int64(c.StallWarning)},
 		{"commit_failure_timeout", int64(c.CommitFailureTimeout)},
+		{"commit_timeout", int64(c.CommitTimeout)},
 		{"max_in_flight_batches", int64(c.MaxInFlightBatches)},
 		{"max_in_flight_bytes", int64(c.MaxInFlightBytes)},
 	} {
@@ -46,6 +48,7 @@ func (p *pipelineFile) readCheckpoint(n *yaml.Node) {
 		DrainTimeout:         c.DrainTimeout.D(),
 		StallWarning:         c.StallWarning.D(),
 		CommitFailureTimeout: c.CommitFailureTimeout.D(),
+		CommitTimeout:        c.CommitTimeout.D(),
 	}
 	p.inFlight.batches, p.inFlight.bytes = c.MaxInFlightBatches, int64(c.MaxInFlightBytes)
 }
@@ -62,6 +65,17 @@ func (p *pipelineFile) readMetrics(n *yaml.Node) {
 	var m metricsOptions
 	p.decode(n, reflect.ValueOf(&m).Elem(), "metrics")
 	p.spec.Metrics.Pprof = m.Pprof
+	if m.TokenEnv != "" {
+		v, ok := p.lookup(m.TokenEnv)
+		switch {
+		case ok && strings.TrimSpace(v) != "":
+			p.spec.Metrics.Token = strings.TrimSpace(v)
+		case p.check && ok:
+			p.errorf(locate(n, "token_env"), "metrics.token_env", "names the environment variable %s, which is empty: set it to the token, or leave token_env out", m.TokenEnv)
+		case p.check:
+			p.errorf(locate(n, "token_env"), "metrics.token_env", "names the environment variable %s, which is not set: export it before starting weir, or leave token_env out", m.TokenEnv)
+		}
+	}
 	switch {
 	case m.Address == nil:
 	case *m.Address == "":

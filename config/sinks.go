@@ -74,6 +74,7 @@ func (p *pipelineFile) readSink(k, v *yaml.Node, field string) {
 		p.unknownType(tn, field, "sink", registered)
 		return
 	}
+	p.spec.Sinks[idx].Type = typ
 	cfg := st.NewConfig()
 	if !p.decodeOptions(cfg, rest, k, field) {
 		return
@@ -83,6 +84,7 @@ func (p *pipelineFile) readSink(k, v *yaml.Node, field string) {
 		p.errorf(k, field, "%s", err)
 		return
 	}
+	p.checkComponent(sink, rest, k, field)
 	p.spec.Sinks[idx].Sink = sink
 }
 

@@ -3,227 +3,209 @@ package config
 import (
 	"errors"
 	"fmt"
-	"slices"
+	"reflect"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/weir-etl/weir/lang"
 	"github.com/weir-etl/weir/pipeline"
 	"github.com/weir-etl/weir/transform"
 )
 
+// Transforms are read as connectors are, from the registry
+// (transform.Register): the options into the type's configuration struct,
+// strictly, then Build. Options of type transform.Expression and
+// transform.Condition are compiled as they are decoded, so that a problem
+// is reported at its line and column, with the expression's line and a
+// caret under the place; transform.Pairs keep the file's order.
+
 func (p *pipelineFile) readTransform(k, v *yaml.Node, field string) {
 	common, rest := p.split(v, field, transformCommon)
 	p.spec.Transforms = append(p.spec.Transforms, pipeline.TransformSpec{Name: k.Value, Inputs: p.inputs(common, field), Transform: standInTransform{}})
-	spec := &p.spec.Transforms[len(p.spec.Transforms)-1]
-	typ, tn, ok := p.typeOf(k, common, field, transformTypeNames)
+	idx := len(p.spec.Transforms) - 1
+	registered := transform.Types()
+	typ, tn, ok := p.typeOf(k, common, field, registered)
 	if !ok {
 		return
 	}
-	valid, ok := transformTypes[typ]
+	tt, ok := transform.Lookup(typ)
 	if !ok {
-		p.unknownType(tn, field, "transform", transformTypeNames)
+		p.unknownType(tn, field, "transform", registered)
 		return
 	}
-	opts := make(map[string]*yaml.Node)
-	for i := 0; i+1 < len(rest.Content); i += 2 {
-		key, val := rest.Content[i], rest.Content[i+1]
-		if !slices.Contains(valid, key.Value) {
-			p.unknownOption(key, field, valid)
-			continue
-		}
-		opts[key.Value] = resolve(val)
+	p.spec.Transforms[idx].Type = typ
+	cfg := tt.NewConfig()
+	decoded := p.decodeOptions(cfg, rest, k, field)
+	if tt.Outputs != nil {
+		// A route's outputs are known even when a condition is wrong, so
+		// that the inputs naming them are not reported too.
+		p.spec.Transforms[idx].Transform = nil
+		p.spec.Transforms[idx].Router = standInRoute{outputs: append([]string{}, tt.Outputs(cfg)...)}
 	}
-	before := len(p.errs)
-	construct := p.transformOf(typ, k, opts, field, spec)
-	if construct == nil || len(p.errs) > before {
+	if !decoded {
 		return
 	}
-	// The options were checked one by one, each at its own line; what is
-	// left for the constructor is a problem of the whole (two renames to one
-	// field), reported at the transform.
-	if err := construct(); err != nil {
-		p.errorf(k, field, "%s", strings.TrimPrefix(err.Error(), "transform: "))
+	tr, r, err := tt.Build(k.Value, cfg)
+	if err != nil {
+		p.transformError(err, rest, k, field)
+		return
 	}
-}
-
-// transformOf checks the options of a transform of type typ, and returns
-// the function that constructs it into spec, or nil when an option is
-// missing. A route's spec holds a stand-in with its output names until then.
-func (p *pipelineFile) transformOf(typ string, k *yaml.Node, opts map[string]*yaml.Node, field string, spec *pipeline.TransformSpec) func() error {
-	// set keeps the stand-in when the constructor fails.
-	set := func(t transform.Transform, err error) error {
-		if err == nil {
-			spec.Transform = t
-		}
-		return err
-	}
-	switch typ {
-	case "filter":
-		cond, ok := p.expression(k, opts, "condition", field, true)
-		if !ok {
-			return nil
-		}
-		return func() error { return set(transform.NewFilter(cond)) }
-	case "map":
-		cfg := p.mapConfig(k, opts, field)
-		return func() error { return set(transform.NewMap(cfg)) }
-	case "flat_map":
-		explode, ok := p.expression(k, opts, "explode", field, false)
-		if !ok {
-			return nil
-		}
-		cfg := transform.FlatMapConfig{Explode: explode}
-		if n, ok := opts["as"]; ok {
-			cfg.As, _ = p.scalar(n, field+".as", "a field name")
-		}
-		return func() error { return set(transform.NewFlatMap(cfg)) }
-	case "route":
-		outs := p.routeOutputs(k, opts, field)
-		stand := standInRoute{outputs: []string{}}
-		for _, o := range outs {
-			stand.outputs = append(stand.outputs, o.Name)
-		}
-		spec.Transform, spec.Router = nil, stand
-		return func() error {
-			r, err := transform.NewRoute(outs)
-			if err == nil {
-				spec.Router = r
-			}
-			return err
-		}
-	}
-	return nil
-}
-
-// expression reads a required expression option and compiles it, so that an
-// error points at the expression's own line.
-func (p *pipelineFile) expression(k *yaml.Node, opts map[string]*yaml.Node, key, field string, cond bool) (string, bool) {
-	n, ok := opts[key]
-	if !ok || isNull(n) {
-		p.errorf(k, field+"."+key, "missing: %s needs %s", field, exampleOf(key))
-		return "", false
-	}
-	src, ok := p.scalar(n, field+"."+key, "an expression")
-	return src, ok && p.compile(n, field+"."+key, src, cond)
-}
-
-func exampleOf(key string) string {
-	switch key {
-	case "condition":
-		return `a condition, like condition: "amount > 100"`
-	case "explode":
-		return "an array expression, like explode: items"
-	}
-	return key
-}
-
-// compile compiles src, reporting a problem at n.
-func (p *pipelineFile) compile(n *yaml.Node, field, src string, cond bool) bool {
-	var err error
-	if cond {
-		_, err = transform.CompileCondition(field, src)
+	if tr != nil {
+		p.spec.Transforms[idx].Transform = tr
 	} else {
-		_, err = transform.Compile(field, src)
+		p.spec.Transforms[idx].Router = r
 	}
-	if err == nil {
-		return true
-	}
-	var xe *transform.ExprError
-	if errors.As(err, &xe) {
-		msg := fmt.Sprintf("expression %s does not compile: %s", p.show(n), xe.Msg)
-		if xe.Line > 1 {
-			msg += fmt.Sprintf(" (line %d, column %d of the expression)", xe.Line, xe.Column)
-		} else if xe.Column > 0 {
-			msg += fmt.Sprintf(" (column %d)", xe.Column)
-		}
-		p.errorf(n, field, "%s", msg)
-	} else {
-		p.errorf(n, field, "%s", err)
-	}
-	return false
 }
 
-// scalar returns a scalar option's text, reporting anything else.
-func (p *pipelineFile) scalar(n *yaml.Node, field, what string) (string, bool) {
-	n = resolve(n)
-	if n.Kind != yaml.ScalarNode {
-		p.errorf(n, field, "must be %s; got %s", what, p.describe(n))
-		return "", false
-	}
-	return n.Value, true
-}
-
-func (p *pipelineFile) mapConfig(k *yaml.Node, opts map[string]*yaml.Node, field string) transform.MapConfig {
-	var cfg transform.MapConfig
-	if n, ok := opts["set"]; ok && !isNull(n) {
-		if n.Kind != yaml.MappingNode {
-			p.errorf(n, field+".set", "must be a mapping of field: expression; got %s", p.describe(n))
-		} else {
-			// The order of set matters (each sees the ones before), so it is
-			// read from the nodes, which keep the file's order.
-			p.eachPair(n, field+".set", func(fk, fv *yaml.Node) {
-				f := fmt.Sprintf("%s.set[%s]", field, fk.Value)
-				src, ok := p.scalar(fv, f, "an expression")
-				if ok && p.compile(resolve(fv), f, src, false) {
-					cfg.Set = append(cfg.Set, transform.Assignment{Field: fk.Value, Expr: src})
+// transformError reports what Build refused: a transform.FieldError at its
+// option, an expression at its place, anything else at the transform.
+func (p *pipelineFile) transformError(err error, opts, k *yaml.Node, field string) {
+	var fe *transform.FieldError
+	if errors.As(err, &fe) {
+		n := locate(opts, fe.Field)
+		if first, rest, ok := strings.Cut(fe.Field, "."); ok {
+			// outputs.a.b: a member whose name may have a dot.
+			if _, v := keyOf(opts, first); v != nil {
+				if m, _ := keyOf(resolve(v), rest); m != nil {
+					n = m
 				}
-			})
-		}
-	}
-	if n, ok := opts["rename"]; ok && !isNull(n) {
-		if n.Kind != yaml.MappingNode {
-			p.errorf(n, field+".rename", "must be a mapping of old_name: new_name; got %s", p.describe(n))
-		} else {
-			p.eachPair(n, field+".rename", func(fk, fv *yaml.Node) {
-				to, _ := p.scalar(fv, fmt.Sprintf("%s.rename[%s]", field, fk.Value), "the new field name")
-				cfg.Rename = append(cfg.Rename, transform.Rename{From: fk.Value, To: to})
-			})
-		}
-	}
-	if n, ok := opts["delete"]; ok && !isNull(n) {
-		if n.Kind != yaml.SequenceNode {
-			p.errorf(n, field+".delete", "must be a list of field names, like [a, b.c]; got %s", p.describe(n))
-		} else {
-			for i, c := range n.Content {
-				d, _ := p.scalar(c, fmt.Sprintf("%s.delete[%d]", field, i), "a field name")
-				cfg.Delete = append(cfg.Delete, d)
 			}
 		}
+		if n == nil {
+			n = k
+		}
+		f := field
+		if fe.Field != "" {
+			f = join(field, fe.Field)
+		}
+		p.errorf(n, f, "%s", strings.Replace(fe.Msg, "the transform", field, 1))
+		return
 	}
-	if len(cfg.Set)+len(cfg.Rename)+len(cfg.Delete) == 0 && len(opts) == 0 {
-		p.errorf(k, field, "missing: a map needs set, rename or delete")
-	}
-	return cfg
+	// What the options' own checks passed is a problem of the whole (two
+	// renames to one field), reported at the transform.
+	p.errorf(k, field, "%s", strings.TrimPrefix(err.Error(), "transform: "))
 }
 
-func (p *pipelineFile) routeOutputs(k *yaml.Node, opts map[string]*yaml.Node, field string) []transform.RouteOutput {
-	n, ok := opts["outputs"]
-	if !ok || isNull(n) {
-		p.errorf(k, field+".outputs", "missing: a route needs outputs, a mapping of output name: condition")
-		return nil
+// expression compiles the expression option n (field) as it is decoded,
+// reporting a problem where it is and each warning.
+func (l *loader) expression(n *yaml.Node, field, src string, cond bool) {
+	o := lang.Options{}
+	if cond {
+		o = lang.Options{Want: lang.TBool, NoDrop: true}
 	}
-	if n.Kind != yaml.MappingNode {
-		p.errorf(n, field+".outputs", "must be a mapping of output name: condition; got %s", p.describe(n))
-		return nil
-	}
-	var outs []transform.RouteOutput
-	p.eachPair(n, field+".outputs", func(on, ov *yaml.Node) {
-		f := field + ".outputs." + on.Value
-		if err := transform.CheckOutputName(on.Value); err != nil {
-			p.errorf(on, f, "%s", strings.TrimPrefix(err.Error(), "transform: "))
+	prog, err := lang.Compile(src, o)
+	if err != nil {
+		var le *lang.Error
+		if !errors.As(err, &le) {
+			l.errorf(n, field, "%s", err)
 			return
 		}
-		src, sok := p.scalar(ov, f, "a condition")
-		if sok && p.compile(resolve(ov), f, src, true) {
-			outs = append(outs, transform.RouteOutput{Name: on.Value, Condition: src})
-		} else {
-			// Keep the name, so that inputs naming it are not reported too.
-			outs = append(outs, transform.RouteOutput{Name: on.Value})
-		}
-	})
-	if len(n.Content) == 0 {
-		p.errorf(n, field+".outputs", "is empty: a route needs at least one output")
+		l.exprProblem(n, field, le, fmt.Sprintf("expression %s does not compile: ", l.show(n)))
+		return
 	}
-	return outs
+	for _, w := range prog.Warnings() {
+		l.exprProblem(n, field, w, "")
+	}
+}
+
+// exprProblem reports e, a problem at a place in the expression of node n:
+// at the file's line and column of that place when the file shows the
+// expression as it is (plain, quoted on one line, or a literal block), with
+// the file's line and a caret under it; else at the node, with the
+// expression's line and a caret.
+func (l *loader) exprProblem(n *yaml.Node, field string, e *lang.Error, prefix string) {
+	line, col := exprPlace(n, e, l.lines)
+	msg := prefix + e.Msg
+	if flag, ok := l.setBy[n]; ok {
+		msg += "\n" + e.Excerpt("    ")
+		l.errs = append(l.errs, &Error{File: l.file, Flag: flag, Field: field, Msg: l.redact(msg), Warning: e.Warning})
+		return
+	}
+	if _, substituted := l.original[n]; substituted {
+		// The file shows ${NAME}, and the value is not to be shown.
+		l.add(n.Line, field, msg)
+		return
+	}
+	if line > 0 && line <= len(l.lines) {
+		text := strings.ReplaceAll(l.lines[line-1], "\t", " ")
+		msg += "\n    " + text + "\n    " + strings.Repeat(" ", max(col-1, 0)) + "^"
+	} else {
+		line, col = n.Line, 0
+		msg += "\n" + e.Excerpt("    ")
+	}
+	x := &Error{File: l.file, Line: line, Column: col, Field: field, Msg: l.redact(msg), Warning: e.Warning}
+	if e.Warning {
+		l.warns = append(l.warns, x)
+		return
+	}
+	l.errs = append(l.errs, x)
+}
+
+// exprPlace returns the file's line and column of e's place in the scalar
+// n, or 0, 0 when the file does not show the expression character for
+// character (a folded block, escapes before the place).
+func exprPlace(n *yaml.Node, e *lang.Error, lines []string) (int, int) {
+	before := e.Src[:min(e.Pos, len(e.Src))]
+	switch n.Style {
+	case 0, yaml.SingleQuotedStyle, yaml.DoubleQuotedStyle:
+		if e.Line != 1 {
+			return 0, 0
+		}
+		col := n.Column
+		if n.Style != 0 {
+			col++ // the quote
+			if n.Style == yaml.DoubleQuotedStyle && strings.ContainsRune(before, '\\') {
+				return 0, 0
+			}
+			if n.Style == yaml.SingleQuotedStyle {
+				col += strings.Count(before, "'") // each written ''
+			}
+			if n.Style == yaml.DoubleQuotedStyle && strings.ContainsAny(before, "\"\\") {
+				return 0, 0
+			}
+		}
+		// The node's line must show the text before the place as it is.
+		if n.Line < 1 || n.Line > len(lines) {
+			return 0, 0
+		}
+		return n.Line, col + utf8.RuneCountInString(before)
+	case yaml.LiteralStyle:
+		line := n.Line + e.Line
+		if line > len(lines) {
+			return 0, 0
+		}
+		text := lines[line-1]
+		indent := len(text) - len(strings.TrimLeft(text, " "))
+		return line, indent + e.Column
+	}
+	return 0, 0
+}
+
+// decodeExpression decodes an Expression or Condition option and compiles it.
+func (l *loader) decodeExpression(n *yaml.Node, v reflect.Value, field string, cond bool) {
+	if n.Kind != yaml.ScalarNode {
+		l.badValue(n, field, "must be an expression; got %s", l.describe(n))
+		return
+	}
+	v.SetString(n.Value)
+	l.expression(n, field, n.Value, cond)
+}
+
+// decodePairs decodes a mapping into a transform.Pairs, in the file's
+// order, each value at its own line.
+func (l *loader) decodePairs(n *yaml.Node, v reflect.Value, field string) {
+	if n.Kind != yaml.MappingNode {
+		l.badValue(n, field, "must be a mapping of name: value, in order; got %s", l.describe(n))
+		return
+	}
+	s := reflect.MakeSlice(v.Type(), 0, len(n.Content)/2)
+	l.eachPair(n, field, func(k, val *yaml.Node) {
+		e := reflect.New(v.Type().Elem()).Elem()
+		e.Field(0).SetString(k.Value)
+		l.decode(val, e.Field(1), join(field, k.Value))
+		s = reflect.Append(s, e)
+	})
+	v.Set(s)
 }

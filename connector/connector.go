@@ -138,6 +138,25 @@ type Source interface {
 	Close(ctx context.Context) error
 }
 
+// LagReporter is an optional interface of a Source that knows where its
+// partitions end: the Kafka source its high-water marks. With it the status
+// shows each partition's lag, the end minus the committed position, and
+// /metrics exports it (weir_partition_lag_position, weir_source_lag_position).
+//
+// Ends returns the end position of each partition it knows, by partition
+// name (as given to Host.Assign), in the unit of the source's positions: the
+// position the next record appended would have. It is called while the
+// status is read and at each scrape of /metrics (at most a few times a
+// second, from an HTTP handler's goroutine), concurrently with Poll and the
+// Host's methods, so it must be safe for concurrent use and fast: return
+// what the source already knows (the last fetch's high-water marks, a size
+// from the last stat), never ask a broker or the disk on each call, and
+// never the map the source keeps updating. Nothing is asked of it per record.
+// Partitions it names that are not assigned are ignored.
+type LagReporter interface {
+	Ends() map[string]Position
+}
+
 // ReadAheadLimiter is an optional interface for a source that reads ahead
 // of Poll into buffers of its own, as a Kafka client prefetches. The runtime
 // calls LimitReadAhead once, before Open, with the source's in-flight byte
@@ -148,6 +167,20 @@ type Source interface {
 type ReadAheadLimiter interface {
 	Source
 	LimitReadAhead(inFlightBytes int64)
+}
+
+// PromptCommitter is an optional interface for a source whose commits
+// somebody waits on: an HTTP source answers a request only once its records
+// are committed, so a commit made on the next commit_interval tick (5s by
+// default) would be up to that much latency per request. When
+// CommitPromptly returns true, the runtime commits the source's partitions
+// as soon as their watermarks move (after each drain of acknowledgements),
+// as well as on the interval; a failed commit still backs off as usual.
+// The runtime asks once, when the source starts. Commit must then be cheap: it is
+// called as often as acknowledgements arrive.
+type PromptCommitter interface {
+	Source
+	CommitPromptly() bool
 }
 
 // Detacher is an optional interface for a source that can be handed from one
@@ -269,30 +302,92 @@ type Describer interface {
 	Describe() string
 }
 
-// PositionKeeper is an optional interface for a sink that stores, atomically
-// with each group's data, the source positions the group reaches (a database
-// sink writing them in the same transaction as the rows). The runtime then
-// never hands it a record its stored positions already cover: after a crash,
-// a rewind, a rebalance, or a replay caused by another sink. That makes the
-// sink exactly-once, while the source's own commit stays the contiguous
-// watermark over all sinks.
+// PositionKeeper is an optional interface for an exactly-once sink: one that
+// stores, atomically with each group's data, the source positions the group
+// reaches, and reports them back when a partition is assigned. The runtime
+// then never hands it a record its stored positions cover: not after a
+// crash, a rewind, a rebalance, or a replay caused by another sink. The
+// source's own commit stays the contiguous watermark over all sinks; the
+// stored positions only keep the replays that watermark causes out of this
+// sink. One mechanism serves every such sink (pipeline/sinkprogress.go);
+// docs/DESIGN.md ("Per-sink progress") has the argument, and the
+// exactly-once suite in connector/conformance (TestExactlyOnce) checks a
+// sink's side of it by crashing it at every step of a commit.
 //
 // Positions are exclusive, like Batch.End and Commit: a stored position P of
 // a partition says that every record of it with Origin.Offset below P that
 // was routed to this sink is in the sink.
+//
+// What a PositionKeeper must guarantee:
+//
+//  1. One atomic step. A group's data and the positions given with it
+//     become durable in one step that a crash cannot split: after a crash at
+//     any point of Flush (or Seal and Persist), a new instance over the same
+//     destination finds either the whole group and its positions, or
+//     neither. Readers of the destination (the ones the sink's
+//     documentation names: a read_committed consumer, the files a reader
+//     counts, a SELECT) see a group's records only once the step is taken,
+//     and never a part of a group. A sink that commits a group partition
+//     by partition (the S3 sink: a position object per partition) keeps
+//     this per partition, each partition's records of the group and its
+//     position in one step: positions are per partition, so the runtime
+//     needs no more, and the suite's harness says so (PartitionsApart).
+//  2. Only what was given. The positions stored with a group are those of
+//     its last GroupPositions call, copied (the slice is the runtime's);
+//     an aborted group, or a sealed group that was discarded, stores none.
+//  3. Never lower. A stored position only goes up: a group that carries a
+//     lower position for a partition than the one stored leaves it.
+//  4. Agreement. StoredPositions reports, per partition, the highest
+//     position stored by a group that became durable, read from the
+//     destination rather than from memory: a position another instance (a
+//     restarted process, another member of a Kafka group) stored since this
+//     one opened must be seen. What it reports and what the destination
+//     holds come from the same durable groups, so they agree: every record
+//     below a reported position is held, once, and a record at or past it
+//     is held only if its group was given a position below it (the runtime
+//     gives one only when an earlier record failed and will come again).
+//  5. A fence, where several instances may write one destination at once
+//     (the members of a Kafka group, or a process that lost a partition
+//     without knowing it: a zombie): a group must not become durable with a
+//     record that positions stored by another instance already cover. Either
+//     its commit fails (the runtime writes the group again) or it leaves
+//     those records out. A destination only one instance can ever write
+//     needs no fence.
+//
+// What the runtime promises in return:
+//
+//   - GroupPositions is called on the sink's goroutine after the group's
+//     last Write and right before its Flush or Seal, again before a retried
+//     Flush (after Abort, with the records written anew), and before each
+//     part of a group written in parts. It names every source partition the
+//     group has records of, with a position no record of the group reaches
+//     (a record at or past it is in a later group).
+//   - StoredPositions is called on the sink's goroutine when the runtime
+//     first routes a record of a partition the source (re)assigned, and
+//     after the sink's groups of the partition's earlier assignment settled
+//     (were made durable or failed). The runtime then never hands the sink a
+//     record below the reported position, nor below one its own groups
+//     stored, in that assignment.
+//   - A position never passes a record that is not durable in the sink: it
+//     stops before a group that failed and will be written again, and
+//     before a rejected record whose dead letter is not durable yet.
+//   - Sealed groups are persisted one at a time in sealing order; after a
+//     failed Persist no group sealed later in the same round is persisted
+//     (each is discarded and written again, in order).
 type PositionKeeper interface {
 	Sink
 	// StoredPositions returns the stored positions of the named partitions
 	// of source (partition names as the source gives them to Host.Assign);
-	// a partition with nothing stored is left out. The runtime calls it on
-	// the sink's goroutine when it first routes a record of a partition that
-	// the source was (re)assigned, so a position another process stored
-	// while it owned the partition is seen.
+	// a partition with nothing stored is left out. It reads the destination
+	// (guarantee 4) and may be called while a sealed group's Persist runs.
+	// An error makes the runtime retry within the sink's retry settings and
+	// then fail the partition's records (they are replayed): it never
+	// guesses a position.
 	StoredPositions(ctx context.Context, source string, partitions []string) (map[string]Position, error)
 	// GroupPositions gives the positions the current group reaches, one per
-	// source partition with records in it, right before each Flush or Seal
-	// (and again before a retried Flush). The sink stores them with the
-	// group. The slice is the runtime's: copy what is kept.
+	// source partition with records in it (see the runtime's promises for
+	// when). The sink stores them with the group, in its atomic step, and
+	// forgets them on Abort. The slice is the runtime's: copy what is kept.
 	GroupPositions(ps []GroupPosition)
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/connector/conformance"
+	"github.com/weir-etl/weir/pipeline/pipelinetest"
 )
 
 // A correct listSource passes the source suite, with one partition and with
@@ -20,7 +21,7 @@ import (
 func TestListSourceConforms(t *testing.T) {
 	for _, parts := range []int{1, 3} {
 		dest := destPerTest()
-		conformance.TestSource(t, conformance.SourceHarness{New: func(t *testing.T) connector.Source {
+		conformance.TestSource(t, conformance.SourceHarness{Runtime: pipelinetest.Runtime{}, New: func(t *testing.T) connector.Source {
 			return newListSource(parts, dest(t), "")
 		}})
 	}
@@ -58,7 +59,7 @@ type brokenCase struct {
 func brokenSource(mode string) func(t *testing.T) {
 	return func(t *testing.T) {
 		dest := destPerTest()
-		conformance.TestSource(t, conformance.SourceHarness{New: func(t *testing.T) connector.Source {
+		conformance.TestSource(t, conformance.SourceHarness{Runtime: pipelinetest.Runtime{}, New: func(t *testing.T) connector.Source {
 			return newListSource(1, dest(t), mode)
 		}})
 	}
@@ -66,7 +67,7 @@ func brokenSource(mode string) func(t *testing.T) {
 
 func brokenSinkSuite(mode string) func(t *testing.T) {
 	return func(t *testing.T) {
-		conformance.TestSink(t, conformance.SinkHarness{
+		conformance.TestSink(t, conformance.SinkHarness{Runtime: pipelinetest.Runtime{},
 			New:     func(t *testing.T) connector.Sink { return &brokenSink{mode: mode, dest: &brokenDest{}} },
 			Count:   func(t *testing.T, s connector.Sink) int { return len(s.(*brokenSink).written()) },
 			Written: func(t *testing.T, s connector.Sink) [][]byte { return s.(*brokenSink).written() },

@@ -2,6 +2,9 @@
 // TestSource and TestSink. A connector's own test calls them with a harness
 // that builds instances and, for sinks, reads back what was made durable.
 // docs/connectors.md shows a connector written from scratch against them.
+// The suites depend on the connector contract alone: the checks that run a
+// connector inside a pipeline reach the runtime through the harness's
+// Runtime (pipeline/pipelinetest.Runtime{}).
 //
 // The suites check weir's contract from the connector's side.
 //
@@ -40,6 +43,15 @@
 //   - RuntimeRewindsFailedWrites, SealedGroupsPersistInOrder,
 //     RuntimeRetriesFailedPersists: through the runtime, with injected
 //     failures, every record becomes durable and every position is committed.
+//
+// For an exactly-once sink (a connector.PositionKeeper), TestExactlyOnce
+// drives it with a fake runtime of its own, crashes it at every step of a
+// commit that the sink reports (ExactlyOnceHarness.CrashPoints), reopens it,
+// and checks that the positions it reports and the records its destination
+// holds agree, with no record twice and none missing; with two instances at
+// once it checks the fence against a zombie's late commit. ExpectBroken runs
+// a suite against a connector's deliberately broken variant in a child
+// process and checks which checks fail.
 //
 // What no in-process test can see is whether a destination survives the
 // machine's crash: that Flush fsyncs (or waits for a broker's or database's

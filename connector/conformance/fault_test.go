@@ -5,6 +5,7 @@ import (
 
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/connector/conformance"
+	"github.com/weir-etl/weir/pipeline/pipelinetest"
 	"github.com/weir-etl/weir/record"
 )
 
@@ -20,7 +21,7 @@ func TestFaultSinkConforms(t *testing.T) {
 	mem := func(s connector.Sink) *conformance.MemSink {
 		return s.(*conformance.FaultSink).Sink.(*conformance.MemSink)
 	}
-	conformance.TestSink(t, conformance.SinkHarness{
+	conformance.TestSink(t, conformance.SinkHarness{Runtime: pipelinetest.Runtime{},
 		New: func(t *testing.T) connector.Sink {
 			return &conformance.FaultSink{Sink: &conformance.MemSink{JSONOnly: true}}
 		},
@@ -36,7 +37,7 @@ func TestFaultSinkConforms(t *testing.T) {
 // The sealing in-memory sink passes the suite, its sealing checks included.
 func TestMemSealerConforms(t *testing.T) {
 	mem := func(s connector.Sink) *conformance.MemSealer { return s.(*conformance.MemSealer) }
-	conformance.TestSink(t, conformance.SinkHarness{
+	conformance.TestSink(t, conformance.SinkHarness{Runtime: pipelinetest.Runtime{},
 		New: func(t *testing.T) connector.Sink {
 			return &conformance.MemSealer{MemSink: conformance.MemSink{JSONOnly: true}}
 		},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/connector/conformance"
+	"github.com/weir-etl/weir/pipeline/pipelinetest"
 	"github.com/weir-etl/weir/record"
 )
 
@@ -109,7 +110,7 @@ func (k *memKeeper) values() [][]byte {
 
 func keeperSuite(mode string) func(t *testing.T) {
 	return func(t *testing.T) {
-		conformance.TestSink(t, conformance.SinkHarness{
+		conformance.TestSink(t, conformance.SinkHarness{Runtime: pipelinetest.Runtime{},
 			New:     func(t *testing.T) connector.Sink { return newMemKeeper(mode) },
 			Count:   func(t *testing.T, s connector.Sink) int { return len(s.(*memKeeper).values()) },
 			Written: func(t *testing.T, s connector.Sink) [][]byte { return s.(*memKeeper).values() },

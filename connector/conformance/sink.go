@@ -5,18 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
-	"github.com/weir-etl/weir/pipeline"
 	"github.com/weir-etl/weir/record"
-	"github.com/weir-etl/weir/source/generate"
 )
 
 // SinkHarness builds instances of the sink under test and reads back what
@@ -44,6 +40,10 @@ type SinkHarness struct {
 	// *connector.RejectError. Nil skips the check, for a sink that writes
 	// any record.
 	Unwritable func() record.Record
+	// Runtime drives the sink through weir's runtime for the checks of its
+	// retries (pipelinetest.Runtime{}). Required: the suite fails without
+	// it rather than skip them.
+	Runtime Runtime
 }
 
 // durableOK reports whether got durable records satisfy want: exactly,
@@ -363,23 +363,13 @@ func TestSink(t *testing.T, h SinkHarness) {
 // every record is durable in s.
 func runAndCheck(t *testing.T, h SinkHarness, s, w connector.Sink, maxAttempts int) {
 	t.Helper()
-	src, err := generate.New("gen", generate.Config{Count: 200, Partitions: 1, BatchSize: 20, Template: generate.DefaultTemplate})
+	rt := needRuntime(t, h.Runtime, "SinkHarness")
+	committed, err := rt.RunGenerated(context.Background(), w, 200, maxAttempts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp := &pipeline.Spec{
-		Sources: []pipeline.SourceSpec{{Name: "gen", Source: src}},
-		Sinks: []pipeline.SinkSpec{{Name: "out", Inputs: []string{"gen"}, Sink: w,
-			Batch: pipeline.BatchSettings{MaxRecords: 20, MaxAge: 5 * time.Millisecond},
-			Retry: pipeline.RetrySettings{MaxAttempts: maxAttempts, InitialBackoff: time.Millisecond}}},
-		Checkpoint: pipeline.CheckpointSettings{CommitInterval: 10 * time.Millisecond},
-		Metrics:    pipeline.MetricsSettings{Address: "off"},
-	}
-	if err := pipeline.Run(context.Background(), sp, pipeline.WithLogger(slog.New(slog.DiscardHandler))); err != nil {
-		t.Fatal(err)
-	}
-	if got := src.Offsets().Get("gen/0"); got != 200 {
-		t.Fatalf("committed %d, want 200", got)
+	if committed != 200 {
+		t.Fatalf("committed %d, want 200", committed)
 	}
 	if got := h.Count(t, s); got < 200 {
 		t.Fatalf("durable records: %d, want at least 200", got)
@@ -457,18 +447,7 @@ func testCommitsNeverRegress(t *testing.T, h SourceHarness) {
 			}
 			return nil
 		}}
-	sp := &pipeline.Spec{
-		Sources: []pipeline.SourceSpec{{Name: "src", Source: rec}},
-		Sinks: []pipeline.SinkSpec{{Name: "out", Inputs: []string{"src"}, Sink: fs,
-			Batch: pipeline.BatchSettings{MaxRecords: 1, MaxAge: 5 * time.Millisecond},
-			Retry: pipeline.RetrySettings{MaxAttempts: 2, InitialBackoff: time.Millisecond}}},
-		Checkpoint: pipeline.CheckpointSettings{CommitInterval: 5 * time.Millisecond},
-		Metrics:    pipeline.MetricsSettings{Address: "off"},
-	}
-	// Stopped right after the replay's first commit, the run may have data
-	// read past it (an IncompleteError says so): only other errors fail.
-	var ie *pipeline.IncompleteError
-	if err := pipeline.Run(ctx, sp, pipeline.WithLogger(slog.New(slog.DiscardHandler))); err != nil && !errors.As(err, &ie) {
+	if err := needRuntime(t, h.Runtime, "SourceHarness").Run(ctx, rec, fs, 2); err != nil {
 		t.Fatal(err)
 	}
 	rec.mu.Lock()

@@ -20,6 +20,19 @@ type SourceHarness struct {
 	// it, resuming from the positions earlier instances committed. The input
 	// must hold at least five non-empty batches in one partition.
 	New func(t *testing.T) connector.Source
+	// Ephemeral is set for a source whose positions do not outlive its
+	// process, because its input is replayed by whoever sent it (an HTTP
+	// source: a client sends a request again until it is answered 2xx).
+	// Such a source must name its partitions anew in every instance, or a
+	// sink that stores positions would take the new instance's records for
+	// ones it holds. The restart check then asks that the second instance
+	// name no partition as the first did and read the failed batches'
+	// records again (the harness sends them again), at any offsets.
+	Ephemeral bool
+	// Runtime drives the source through weir's runtime for the check that
+	// its commits never regress across a rewind (pipelinetest.Runtime{}).
+	// Required: the suite fails without it rather than skip the check.
+	Runtime Runtime
 }
 
 // host is a minimal connector.Host driving a Checkpointer directly, as the
@@ -271,6 +284,10 @@ func TestSource(t *testing.T, h SourceHarness) {
 			t.Fatal(err)
 		}
 		defer s2.Close(ctx)
+		if h.Ephemeral {
+			readsAgainAnew(t, ctx, s2, hs, hs2, bs[2:])
+			return
+		}
 		readsAgain(t, ctx, s2, hs2, name, bs[2:], bs[1].end, "after restart (C, D and E again, nothing committed past C)",
 			"the position it committed: Assign each partition at its committed position")
 	})
@@ -343,6 +360,34 @@ func testDetach(t *testing.T, h SourceHarness) {
 	}
 	readsAgain(t, ctx, s, hs2, name, bs[2:], bs[1].end, "after Detach and Reattach (C, D and E again, nothing committed past B)",
 		"the position committed last")
+}
+
+// readsAgainAnew checks an ephemeral source's second instance s, polled
+// through hs: none of its partitions is named as one of the first
+// instance's (known to first), and the records of bs come again, in order,
+// among what it reads (a client may send more again than failed).
+func readsAgainAnew(t *testing.T, ctx context.Context, s connector.Source, first, hs *host, bs []polled) {
+	t.Helper()
+	want, _ := flatten(bs)
+	got := 0
+	for polls := 0; got < len(want); polls++ {
+		if polls == 10000 {
+			t.Fatalf("after restart, %d of the %d records of the failed batches came again after 10000 polls", got, len(want))
+		}
+		b := pollUntil(t, ctx, s, hs, "", 1)[0]
+		b.ref.Release(checkpoint.Delivered)
+		first.mu.Lock()
+		_, reused := first.byName[b.name]
+		first.mu.Unlock()
+		if reused {
+			t.Fatalf("after restart the source names a partition %s, as the instance before it did: an ephemeral source's positions start again, so a sink that stores positions would skip its records as held; name partitions anew in every instance", b.name)
+		}
+		for _, v := range b.vals {
+			if got < len(want) && bytes.Equal(v, want[got]) {
+				got++
+			}
+		}
+	}
 }
 
 // readsAgain checks that s, polled through hs, gives the records of bs
