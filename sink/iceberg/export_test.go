@@ -1,0 +1,5 @@
+package iceberg
+
+import "reflect"
+
+var reflectConfig = reflect.TypeFor[Config]()
