@@ -301,8 +301,12 @@ func (s *Sink) cleanRun(lock string, files []string) {
 }
 
 // removeTemps removes the temporary files of an ended run and counts them. A
-// file already gone was removed by another sink.
+// file already gone was removed by another sink. With exactly_once, the
+// chunks of a group the run committed are renamed into view instead.
 func (s *Sink) removeTemps(files []string) {
+	if s.eos != nil && len(files) > 0 {
+		files = s.eos.keepCommitted(files)
+	}
 	for _, p := range files {
 		switch err := os.Remove(p); {
 		case err == nil:

@@ -2,14 +2,15 @@ package file
 
 import (
 	"errors"
-	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/internal/fileformat"
+	"github.com/weir-etl/weir/internal/pathtemplate"
 )
 
 // Config is the file sink's configuration (the options under a sink of
@@ -42,9 +43,15 @@ type Config struct {
 	// int32, int64, double, decimal(P,S), timestamp(UNIT[, UTC|local]), date,
 	// json (any value, stored as its JSON text), list<T> or
 	// struct<name: T, ...>. A record that does not fit is rejected, naming
-	// the column. Without it each chunk infers its schema from its records
-	// (see docs/file-connectors.md).
-	Schema map[string]string `yaml:"schema" doc:"For parquet, column types by field name: string, binary, bool, int32, int64, double, decimal(P,S), timestamp(UNIT[, UTC|local]), date, json, list<T> or struct<name: T, ...>. A record that does not fit is rejected, naming the column. Without it each chunk infers its schema from its records."`
+	// the column. Without it the output's schema is inferred from its first
+	// records, kept in .weir-schema.json under Path, and extended by fields
+	// seen later; a column's type never changes (schema.go,
+	// docs/file-connectors.md).
+	Schema map[string]string `yaml:"schema" doc:"For parquet, column types by field name: string, binary, bool, int32, int64, double, decimal(P,S), timestamp(UNIT[, UTC|local]), date, json, list<T> or struct<name: T, ...>. A record that does not fit is rejected, naming the column. Without it the output's one schema is inferred from its first records and kept (in .weir-schema.json under path): a field seen later adds a column, and a value a column's type cannot hold is rejected."`
+	// ExactlyOnce commits each group's chunks with the source positions
+	// they complete in a manifest under Path (see eos.go), so that a replay
+	// never writes a record twice.
+	ExactlyOnce bool `yaml:"exactly_once" doc:"Each group's chunks and the source positions they complete are committed together, in a manifest under path (.weir-eos/<sink>/): after a crash, a rewind or a rebalance no record is written twice, and a reader that counts the visible chunks sees each record once. Every process writing the directory must use the same sink name; renaming the sink, changing a source's partition names, or deleting the manifest voids it (docs/file-connectors.md)."`
 }
 
 // Defaults.
@@ -80,8 +87,8 @@ func (c *Config) Validate() error {
 	if c.Path == "" {
 		bad("path", "is empty: set it to the output directory, e.g. path: ./out/events")
 	}
-	if _, err := parseTemplate(c.Template); err != nil {
-		bad("template", "%s", strings.TrimPrefix(err.Error(), "sink/file: "))
+	if _, err := pathtemplate.Parse(c.Template); err != nil {
+		bad("template", "%s", strings.TrimPrefix(err.Error(), "pathtemplate: "))
 	}
 	switch c.TemplateTime {
 	case "processing", "record":
@@ -121,42 +128,15 @@ func (c *Config) Validate() error {
 		bad("schema", "is for format parquet only: remove it or set format: parquet")
 	}
 	for _, f := range slices.Sorted(maps.Keys(c.Schema)) {
-		if _, err := parseType(c.Schema[f]); err != nil {
-			bad("schema."+f, "type %q: %v", c.Schema[f], err)
+		if err := fileformat.CheckType(c.Schema[f]); err != nil {
+			if strings.Contains(err.Error(), strconv.Quote(c.Schema[f])) {
+				bad("schema."+f, "%v", err) // it quotes the type itself
+			} else {
+				bad("schema."+f, "type %q: %v", c.Schema[f], err)
+			}
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (c *Config) ext() string {
-	if c.Format == "parquet" {
-		return ".parquet"
-	}
-	ext := ".ndjson"
-	if c.Format == "lines" {
-		ext = ".txt"
-	}
-	switch c.Compression {
-	case "gzip":
-		return ext + ".gz"
-	case "zstd":
-		return ext + ".zst"
-	}
-	return ext
-}
-
-// validateTemplatePath rejects templates that could escape the output directory.
-func validateTemplatePath(t string) error {
-	if filepath.IsAbs(t) || strings.HasPrefix(t, "/") {
-		return fmt.Errorf("sink/file: template %q is absolute: make it relative to path", t)
-	}
-	for _, part := range strings.Split(t, "/") {
-		if part == ".." {
-			return fmt.Errorf("sink/file: template %q has a .. element: keep chunks inside path", t)
-		}
-	}
-	if strings.HasSuffix(t, "/") || t == "" {
-		return fmt.Errorf("sink/file: template %q must end with a file name prefix, e.g. {{.Date}}/part", t)
-	}
-	return nil
-}
+func (c *Config) ext() string { return fileformat.Ext(c.Format, c.Compression) }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/connector/conformance"
+	"github.com/weir-etl/weir/pipeline/pipelinetest"
 	"github.com/weir-etl/weir/sink/file"
 )
 
@@ -34,7 +35,7 @@ func TestConformance(t *testing.T) {
 		})
 		return out
 	}
-	conformance.TestSink(t, conformance.SinkHarness{
+	conformance.TestSink(t, conformance.SinkHarness{Runtime: pipelinetest.Runtime{},
 		New: func(t *testing.T) connector.Sink {
 			c := file.NewConfig()
 			c.Path = filepath.Join(t.TempDir(), "out")

@@ -38,3 +38,12 @@ func tryLock(f *os.File) (bool, error) {
 	}
 	return true, nil
 }
+
+// unlock releases f's flock.
+func unlock(f *os.File) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	rc.Control(func(fd uintptr) { syscall.Flock(int(fd), syscall.LOCK_UN) })
+}

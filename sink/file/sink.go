@@ -17,7 +17,6 @@ package file
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -27,7 +26,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -36,15 +34,18 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/internal/fileformat"
+	"github.com/weir-etl/weir/internal/pathtemplate"
+	"github.com/weir-etl/weir/internal/words"
 	"github.com/weir-etl/weir/record"
 )
 
 func init() {
 	connector.RegisterSink(connector.SinkDef[Config]{
 		Name:   "file",
-		Doc:    "writes NDJSON (gzip, zstd) or parquet chunk files, made visible atomically on flush",
+		Doc:    "writes NDJSON, lines or parquet chunk files (gzip, zstd), made visible atomically on flush; exactly once with exactly_once: true (a manifest commits each group's chunks with their positions)",
 		Config: NewConfig,
-		Build:  func(name string, c *Config) (connector.Sink, error) { return New(name, c) },
+		Build:  Build,
 	})
 }
 
@@ -53,12 +54,15 @@ func init() {
 type Sink struct {
 	name  string
 	cfg   Config
-	tmpl  pathTemplate
-	ptime pathTime
-	fixed *pqSchema // parquet schema from the configuration, or nil
-	runID string    // makes chunk names unique across runs and processes
-	seq   uint64
-	now   func() time.Time
+	tmpl  pathtemplate.Template
+	ptime pathtemplate.Time
+	fixed *fileformat.Schema       // parquet schema from the configuration, or nil
+	out   *fileformat.OutputSchema // parquet without a declared schema: the output's (schema.go)
+	// schemaUnsaved: out has columns its file does not have yet.
+	schemaUnsaved bool
+	runID         string // makes chunk names unique across runs and processes
+	seq           uint64
+	now           func() time.Time
 
 	open    map[string]*chunk // by rendered template
 	sealed  []*chunk          // complete, written out, waiting for Seal or Flush
@@ -68,10 +72,6 @@ type Sink struct {
 	zsFree  []*zstd.Encoder
 	bwFree  []*bufio.Writer
 
-	// Only with unsafeDeferPublish: sealed chunks held back to the next Persist.
-	deferMu  sync.Mutex
-	deferred []*chunk
-
 	// Published chunks and their records, for Describe; Persist counts them
 	// on the runtime's persister goroutine.
 	chunks, records atomic.Int64
@@ -80,6 +80,11 @@ type Sink struct {
 	lockName  string
 	cleaned   int // temporary files of ended runs Open removed
 	uncleaned int // and could not remove
+
+	// With exactly_once (nil otherwise): the manifest, and the current
+	// group's positions (eos.go).
+	eos *eosState
+	gs  groupState
 }
 
 // chunk is one temporary output file.
@@ -91,33 +96,50 @@ type chunk struct {
 	gz              *gzip.Writer
 	zs              *zstd.Encoder
 	w               io.Writer // where ndjson goes: bw or the compressor
-	pq              *pqWriter
-	inf             *inferChunk // parquet without a declared schema: the records so far
+	pq              *fileformat.ParquetWriter
+	inferred        bool     // parquet without a declared schema: written when sealed,
+	pending         [][]byte // these records, under the output's schema then
 	records         int
 	bytes           int64
 	opened          time.Time
 	renamed         bool
+	committed       bool // with exactly_once: named by a committed manifest entry
 }
 
-// New returns a file sink called name. cfg is validated.
+// New returns a file sink called name. cfg is validated. A configuration
+// with exactly_once is refused: Build returns that sink, a
+// connector.PositionKeeper, which the runtime must see as one.
 func New(name string, cfg *Config) (*Sink, error) {
+	if cfg.ExactlyOnce {
+		return nil, connector.Fieldf("exactly_once", "is set: build the sink with file.Build, which returns the exactly-once sink (a connector.PositionKeeper)")
+	}
+	return build(name, cfg)
+}
+
+func build(name string, cfg *Config) (*Sink, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	t, _ := parseTemplate(cfg.Template)
+	t, _ := pathtemplate.Parse(cfg.Template)
 	var id [4]byte
 	rand.Read(id[:])
 	s := &Sink{
 		name:  name,
 		cfg:   *cfg,
 		tmpl:  t,
-		ptime: pathTime{kind: cfg.TemplateTime, field: []string{cfg.TemplateTimeField}},
+		ptime: pathtemplate.NewTime(cfg.TemplateTime, cfg.TemplateTimeField),
 		runID: time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(id[:]),
 		now:   time.Now,
 		open:  map[string]*chunk{},
 	}
-	if len(cfg.Schema) > 0 {
-		s.fixed = schemaFromConfig(cfg.Schema)
+	switch {
+	case len(cfg.Schema) > 0:
+		s.fixed = fileformat.DeclaredSchema(cfg.Schema)
+	case cfg.Format == "parquet":
+		s.out = fileformat.NewOutputSchema(filepath.Join(cfg.Path, schemaFile))
+	}
+	if cfg.ExactlyOnce {
+		s.eos = newEOS(s)
 	}
 	return s, nil
 }
@@ -128,11 +150,22 @@ func (s *Sink) Open(ctx context.Context) error {
 	if err := s.mkdir(s.cfg.Path); err != nil {
 		return err
 	}
+	if err := s.loadSchema(); err != nil {
+		return err
+	}
 	if err := s.syncCreated(); err != nil || !canLock {
 		return err
 	}
 	if err := s.lockRun(); err != nil {
 		return err
+	}
+	if s.eos != nil {
+		// Before the cleaning: committed chunks a crash left hidden are
+		// renamed into view, not taken for leftovers.
+		if err := s.eos.open(ctx); err != nil {
+			s.unlockRun()
+			return err
+		}
 	}
 	if err := s.cleanEnded(); err != nil {
 		s.unlockRun()
@@ -168,20 +201,23 @@ func (s *Sink) Write(ctx context.Context, recs []record.Record) error {
 	now := s.now().UTC()
 	var c *chunk // the open chunk for s.key, or nil for a new one
 	var err error
-	perRecord := s.tmpl.hasFields || s.ptime.perRecord(&s.tmpl)
+	perRecord := s.tmpl.HasFields || s.ptime.PerRecord(&s.tmpl)
 	if !perRecord {
 		// One path for every record: look its chunk up once.
-		s.key, _ = s.tmpl.render(s.key[:0], now, nil)
+		s.key, _ = s.tmpl.Render(s.key[:0], now, nil)
 		if c, err = s.current(now); err != nil {
 			return err
 		}
 	}
 	for i := range recs {
 		r := &recs[i]
+		if s.eos != nil && s.eos.skip(&s.gs, r) {
+			continue // held already (exactly_once)
+		}
 		if perRecord {
-			at, err := s.ptime.of(r, now)
+			at, err := s.ptime.Of(r, now)
 			if err == nil {
-				s.key, err = s.tmpl.render(s.key[:0], at, r)
+				s.key, err = s.tmpl.Render(s.key[:0], at, r)
 			}
 			if err != nil {
 				return &connector.RejectError{Index: i, Err: fmt.Errorf("sink/file: %w", err)}
@@ -219,10 +255,6 @@ type rejectErr struct{ err error }
 
 func (e *rejectErr) Error() string { return e.err.Error() }
 
-func reject(format string, a ...any) error {
-	return &rejectErr{fmt.Errorf("sink/file: "+format, a...)}
-}
-
 // write writes r to c, the open chunk for s.key (nil: none), and returns the
 // chunk that now is: a full c is sealed and a new one started.
 func (s *Sink) write(c *chunk, r *record.Record, now time.Time) (*chunk, error) {
@@ -253,22 +285,11 @@ func (s *Sink) write(c *chunk, r *record.Record, now time.Time) (*chunk, error) 
 	return c, nil
 }
 
-// checkLine returns why v cannot be one line of the sink's format: a line
-// break (reading the file back would give two records), a carriage return
-// at the end (readers drop it), or, for ndjson, a value that is not one JSON
-// value. JSON is checked once per record: a condition or map that already
-// read the value as JSON has checked it.
+// checkLine returns why v cannot be one line of the sink's format (see
+// fileformat.CheckLine).
 func (s *Sink) checkLine(r *record.Record, v []byte) error {
-	if bytes.IndexByte(v, '\n') >= 0 {
-		return reject("the value holds a line break, which a line of %s cannot: it would read back as two records", s.cfg.Format)
-	}
-	if len(v) > 0 && v[len(v)-1] == '\r' {
-		return reject("the value ends with a carriage return, which readers of %s drop as part of the line ending", s.cfg.Format)
-	}
-	if s.cfg.Format == "ndjson" {
-		if err := r.CheckJSON(); err != nil {
-			return reject("the value is not one JSON value, which NDJSON requires (%v): fix the producer, or write it with format: lines", err)
-		}
+	if err := fileformat.CheckLine(s.cfg.Format, r, v); err != nil {
+		return &rejectErr{fmt.Errorf("sink/file: %w", err)}
 	}
 	return nil
 }
@@ -300,46 +321,34 @@ func (s *Sink) writeParquet(c *chunk, r *record.Record, now time.Time) (*chunk, 
 				return nil, err
 			}
 		}
-		row, err := c.pq.convert(v)
+		row, err := c.pq.Convert(v)
 		if err != nil {
 			return c, &rejectErr{fmt.Errorf("sink/file: parquet: %w", err)}
 		}
-		if err := c.pq.write(row); err != nil {
+		if err := c.pq.Write(row); err != nil {
 			return c, fmt.Errorf("sink/file: writing %s: %w", c.tmp, err)
 		}
 	} else {
-		// An inferred schema: the chunk's records are written when it is
-		// sealed, under the schema all of them fit.
-		if c != nil {
-			ok, err := c.inf.add(v)
-			if err != nil {
-				return c, &rejectErr{fmt.Errorf("sink/file: parquet needs a JSON object: %w", err)}
-			}
-			if !ok {
-				if err := s.seal(c); err != nil {
-					return nil, err
-				}
-				c = nil
-			}
+		// The output's schema: the chunk's records are written when it is
+		// sealed, under the schema settled then (schema.go).
+		if err := s.out.Check(v); err != nil {
+			return c, &rejectErr{fmt.Errorf("sink/file: parquet: %w", err)}
 		}
 		if c == nil {
-			inf := newInferChunk()
-			if _, err := inf.add(v); err != nil {
-				return nil, &rejectErr{fmt.Errorf("sink/file: parquet needs a JSON object: %w", err)}
-			}
 			var err error
 			if c, err = s.newChunk(now, nil); err != nil {
 				return nil, err
 			}
-			c.inf = inf
+			c.inferred = true
 		}
+		c.pending = append(c.pending, v)
 	}
 	c.records++
 	c.bytes += int64(r.Size())
 	return c, nil
 }
 
-func (s *Sink) newChunk(now time.Time, sch *pqSchema) (*chunk, error) {
+func (s *Sink) newChunk(now time.Time, sch *fileformat.Schema) (*chunk, error) {
 	s.seq++
 	rel := filepath.FromSlash(string(s.key))
 	final := filepath.Join(s.cfg.Path, fmt.Sprintf("%s-%s-%06d%s", rel, s.runID, s.seq, s.cfg.ext()))
@@ -365,7 +374,7 @@ func (s *Sink) newChunk(now time.Time, sch *pqSchema) (*chunk, error) {
 	c.w = c.bw
 	switch {
 	case sch != nil:
-		c.pq = newPQWriter(c.bw, sch, s.cfg.Compression)
+		c.pq = fileformat.NewParquetWriter(c.bw, sch, s.cfg.Compression)
 	case s.cfg.Format == "parquet":
 		// The writer is made when the chunk is sealed (see writeParquet).
 	case s.cfg.Compression == "gzip":
@@ -406,10 +415,10 @@ func (s *Sink) seal(c *chunk) error {
 	s.sealed = append(s.sealed, c)
 	var err error
 	switch {
-	case c.inf != nil:
-		err = writeInferred(c, s.cfg.Compression)
+	case c.inferred:
+		err = s.writeSettled(c)
 	case c.pq != nil:
-		err = c.pq.close()
+		err = c.pq.Close()
 	case c.gz != nil:
 		err = c.gz.Close()
 		s.gzFree = append(s.gzFree, c.gz)
@@ -431,25 +440,6 @@ func (s *Sink) seal(c *chunk) error {
 		return fmt.Errorf("sink/file: completing %s: %w", c.tmp, err)
 	}
 	return nil
-}
-
-// writeInferred writes an inferred parquet chunk's records under the schema
-// they all fit.
-func writeInferred(c *chunk, compression string) error {
-	sch := c.inf.schema()
-	c.pq = newPQWriter(c.bw, sch, compression)
-	for _, v := range c.inf.pending {
-		row, err := c.pq.convert(v)
-		if err != nil {
-			// The schema was inferred from these very records.
-			panic(fmt.Sprintf("sink/file: a record does not fit the schema inferred from it: %v", err))
-		}
-		if err := c.pq.write(row); err != nil {
-			return err
-		}
-	}
-	c.inf = nil
-	return c.pq.close()
 }
 
 // Flush makes the group durable and visible: it seals every open chunk,
@@ -484,8 +474,9 @@ func (s *Sink) sealGroup() (*group, error) {
 			return nil, err
 		}
 	}
-	g := &group{s: s, chunks: s.sealed, created: s.created}
+	g := &group{s: s, chunks: s.sealed, created: s.created, state: s.gs}
 	s.sealed, s.created = nil, nil
+	s.gs = groupState{}
 	return g, nil
 }
 
@@ -495,12 +486,16 @@ type group struct {
 	s       *Sink
 	chunks  []*chunk
 	created []string
+	state   groupState // with exactly_once: the positions and the fence's offsets
 }
 
 // Persist makes the group durable and visible: each chunk is fsynced, closed
 // and renamed to its final name, then every directory a name was added to or
 // created in is fsynced.
 func (g *group) Persist(ctx context.Context) error {
+	if g.s.eos != nil {
+		return g.s.eos.persist(ctx, g)
+	}
 	for _, c := range g.chunks {
 		if c.f == nil {
 			continue
@@ -514,14 +509,7 @@ func (g *group) Persist(ctx context.Context) error {
 			return fmt.Errorf("sink/file: completing %s: %w", c.tmp, err)
 		}
 	}
-	publish := g.chunks
-	if unsafeDeferPublish {
-		// Deliberately wrong (see unsafe_on.go): publish only the chunks of
-		// earlier groups and report this group durable without its chunks.
-		g.s.deferMu.Lock()
-		publish, g.s.deferred = g.s.deferred, slices.Clone(g.chunks)
-		g.s.deferMu.Unlock()
-	}
+	publish := g.s.unsafeHoldBack(g.chunks)
 	var dirs []string
 	for _, c := range publish {
 		if c.renamed {
@@ -568,8 +556,8 @@ func (c *chunk) discard() error {
 		c.f.Close()
 		c.f = nil
 	}
-	if c.renamed {
-		return nil
+	if c.renamed || c.committed {
+		return nil // visible, or to be renamed into view (exactly_once)
 	}
 	// ENOTDIR: its directory was replaced, so the file is gone too.
 	if err := os.Remove(c.tmp); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
@@ -607,7 +595,7 @@ func syncDir(dir string) error {
 // of it this run published, e.g. "./out/paid: 2 chunks, 373 records", and the
 // temporary files of ended runs Open removed, if any.
 func (s *Sink) Describe() string {
-	d := fmt.Sprintf("%s: %d chunks, %d records", s.cfg.Path, s.chunks.Load(), s.records.Load())
+	d := fmt.Sprintf("%s: %s, %s", s.cfg.Path, words.Plural(s.chunks.Load(), "chunk"), words.Plural(s.records.Load(), "record"))
 	files := func(n int) string {
 		if n == 1 {
 			return "1 temporary file"
@@ -621,6 +609,9 @@ func (s *Sink) Describe() string {
 		d += fmt.Sprintf(", %s of ended runs removed", files(s.cleaned))
 	case s.uncleaned > 0:
 		d += fmt.Sprintf(", %s of ended runs could not be removed", files(s.uncleaned))
+	}
+	if s.eos != nil {
+		d += " (" + s.eos.describe() + ")"
 	}
 	return d
 }
@@ -643,6 +634,10 @@ func (s *Sink) Abort(ctx context.Context) error {
 		discard(c)
 	}
 	s.sealed = s.sealed[:0]
+	s.gs.reset()
+	if s.out != nil {
+		s.out.Forget()
+	}
 	return first
 }
 
@@ -655,6 +650,11 @@ func (s *Sink) Close(ctx context.Context) error {
 		z.Close()
 	}
 	s.zsFree, s.gzFree = nil, nil
+	if s.eos != nil {
+		if eerr := s.eos.close(); err == nil {
+			err = eerr
+		}
+	}
 	if uerr := s.unlockRun(); err == nil {
 		err = uerr
 	}

@@ -2,7 +2,11 @@
 
 package file
 
-import "os"
+import (
+	"os"
+	"slices"
+	"sync"
+)
 
 // unsafeDeferPublish breaks the sink on purpose, for test/crash only: with
 // WEIR_UNSAFE_ACK=1 in a binary built with -tags unsafe_ack, a group's
@@ -12,3 +16,25 @@ import "os"
 // test builds this variant and asserts that its checker reports the loss, so
 // that the test is known to be able to fail. No normal build contains it.
 var unsafeDeferPublish = os.Getenv("WEIR_UNSAFE_ACK") == "1"
+
+// held is each sink's chunks of its last group, which its next Persist
+// publishes.
+var (
+	heldMu sync.Mutex
+	held   = map[*Sink][]*chunk{}
+)
+
+// unsafeHoldBack returns the chunks a Persist renames into view. Deliberately
+// wrong when the variant is on: the chunks of the group before, while this
+// group's wait for the next Persist, and the group is reported durable
+// without them.
+func (s *Sink) unsafeHoldBack(chunks []*chunk) []*chunk {
+	if !unsafeDeferPublish {
+		return chunks
+	}
+	heldMu.Lock()
+	defer heldMu.Unlock()
+	publish := held[s]
+	held[s] = slices.Clone(chunks)
+	return publish
+}

@@ -9,7 +9,8 @@ import (
 
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/connector/conformance"
-	"github.com/weir-etl/weir/internal/kafkatest"
+	"github.com/weir-etl/weir/internal/testkit/kafkatest"
+	"github.com/weir-etl/weir/pipeline/pipelinetest"
 	"github.com/weir-etl/weir/record"
 	"github.com/weir-etl/weir/sink/kafka"
 )
@@ -24,7 +25,7 @@ func TestConformance(t *testing.T) {
 	// Every sink gets its own cluster with a one-partition topic, so counts
 	// do not mix and the topic keeps the order records were produced in.
 	brokers := map[connector.Sink][]string{}
-	conformance.TestSink(t, conformance.SinkHarness{
+	conformance.TestSink(t, conformance.SinkHarness{Runtime: pipelinetest.Runtime{},
 		WritesThrough: true,
 		New: func(t *testing.T) connector.Sink {
 			s, addrs := newFakeSink(t)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"go/build"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -12,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weir-etl/weir/internal/kafkatest"
+	"github.com/weir-etl/weir/internal/testkit/kafkatest"
 	"github.com/weir-etl/weir/record"
 	"github.com/weir-etl/weir/sink/kafka"
 )
@@ -239,33 +238,5 @@ func TestSinkOpenGivesUpAtConnectTimeout(t *testing.T) {
 		if !strings.Contains(err.Error(), part) {
 			t.Errorf("Open error %q does not say %q", err, part)
 		}
-	}
-}
-
-// Importing the sink must not register the Kafka source: the two share
-// their connection code through an internal package, not through each other.
-func TestSinkDoesNotImportSource(t *testing.T) {
-	const module = "github.com/weir-etl/weir/"
-	seen := map[string]bool{}
-	var walk func(path string)
-	walk = func(path string) {
-		if seen[path] || !strings.HasPrefix(path, module) {
-			return
-		}
-		seen[path] = true
-		pkg, err := build.Import(path, ".", 0)
-		if err != nil {
-			t.Fatalf("reading package %s: %v", path, err)
-		}
-		for _, imp := range pkg.Imports {
-			walk(imp)
-		}
-	}
-	walk(module + "sink/kafka")
-	if seen[module+"source/kafka"] {
-		t.Error("sink/kafka imports source/kafka")
-	}
-	if !seen[module+"internal/kafkaclient"] {
-		t.Error("sink/kafka does not import internal/kafkaclient: the walk is broken")
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/weir-etl/weir/config"
 	"github.com/weir-etl/weir/connector"
-	"github.com/weir-etl/weir/internal/kafkatest"
+	"github.com/weir-etl/weir/internal/testkit/kafkatest"
 	"github.com/weir-etl/weir/record"
 
 	// The pipeline files here have a Kafka source too; the sink does not

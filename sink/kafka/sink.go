@@ -67,7 +67,23 @@ type Config struct {
 	// MaxBufferedRecords bounds the records waiting for acknowledgement; Write
 	// blocks beyond it.
 	MaxBufferedRecords int `yaml:"max_buffered_records" doc:"Most records waiting for acknowledgement; writing more waits for buffer space, for up to delivery_timeout."`
+
+	// ExactlyOnce writes each group in one transaction with the source
+	// positions it completes (see eos.go).
+	ExactlyOnce bool `yaml:"exactly_once" doc:"Each group is one Kafka transaction that writes its records and, to positions_topic, the source positions they complete: after a crash, a rewind or a rebalance no record is written twice, and a consumer with isolation.level=read_committed sees each record once. Needs transactional_id to be unique per process and stable across its restarts (docs/kafka.md)."`
+	// TransactionalID is the base of the producers' transactional ids.
+	TransactionalID string `yaml:"transactional_id" doc:"With exactly_once, the base of the producers' transactional ids (the sink appends -0, -1, -2): unique per process of the pipeline and stable across its restarts, so that a restarted process fences its predecessor; default weir-<sink>-<host name>. Two processes with one id fence each other."`
+	// PositionsTopic is the compacted one-partition topic of the positions.
+	PositionsTopic string `yaml:"positions_topic" doc:"With exactly_once, the topic holding the positions (compacted, exactly one partition; created when missing). Every process writing the sink's output must use the same one."`
+	// Pipeline names the positions' owner in PositionsTopic; default the
+	// topic option.
+	Pipeline string `yaml:"pipeline" doc:"With exactly_once, the name the positions are kept under in positions_topic, with the sink's name; default the topic option. Renaming the sink or this voids exactly-once (records are written again)."`
+	// TransactionTimeout is the producers' transaction timeout.
+	TransactionTimeout time.Duration `yaml:"transaction_timeout" doc:"With exactly_once, how long the broker keeps a transaction open before aborting it: a process that dies while committing holds read_committed consumers and the other writers' commits back for at most this long (a restart with the same transactional_id ends it at once). At most the broker's transaction.max.timeout.ms."`
 }
+
+// DefaultPositionsTopic is positions_topic's default.
+const DefaultPositionsTopic = "weir-positions"
 
 // NewConfig returns a Config with the defaults filled in.
 func NewConfig() *Config {
@@ -77,6 +93,8 @@ func NewConfig() *Config {
 		Compression:        "snappy",
 		DeliveryTimeout:    2 * time.Minute,
 		MaxBufferedRecords: 100000,
+		PositionsTopic:     DefaultPositionsTopic,
+		TransactionTimeout: time.Minute,
 	}
 }
 
@@ -98,7 +116,33 @@ func (c *Config) Validate() error {
 	if c.MaxBufferedRecords <= 0 {
 		errs = append(errs, connector.Fieldf("max_buffered_records", "is %d: it must be positive (the default is 100000)", c.MaxBufferedRecords))
 	}
+	if c.ExactlyOnce {
+		if !validTopicName(c.PositionsTopic) {
+			errs = append(errs, connector.Fieldf("positions_topic", "%q is not a topic name: use 1 to 249 letters, digits, '.', '_' or '-' (the default is %s)", c.PositionsTopic, DefaultPositionsTopic))
+		} else if c.PositionsTopic == c.Topic {
+			errs = append(errs, connector.Fieldf("positions_topic", "is the output topic %s: name a topic of its own", c.Topic))
+		}
+		if c.TransactionTimeout < time.Second {
+			errs = append(errs, connector.Fieldf("transaction_timeout", "%v is too short: use at least 1s (the default is 1m)", c.TransactionTimeout))
+		}
+		if strings.ContainsAny(c.TransactionalID, " \t\n") {
+			errs = append(errs, connector.Fieldf("transactional_id", "%q holds white space: use letters, digits and -", c.TransactionalID))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// validTopicName reports whether t is a legal Kafka topic name.
+func validTopicName(t string) bool {
+	if t == "" || len(t) > 249 || t == "." || t == ".." {
+		return false
+	}
+	for _, c := range t {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 func compression(name string) (kgo.CompressionCodec, bool) {
@@ -301,7 +345,12 @@ func (g *group) firstErr() error {
 //
 // A sink is given no logger by the runtime; it logs to slog.Default(), with
 // the attribute sink=name.
+//
+// A configuration with exactly_once is refused: Build returns that sink.
 func New(name string, cfg *Config) (*Sink, error) {
+	if cfg.ExactlyOnce {
+		return nil, fmt.Errorf("kafka: sink %s: %w", name, connector.Fieldf("exactly_once", "is set: build the sink with kafka.Build, which returns the exactly-once sink (a connector.PositionKeeper)"))
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("kafka: sink %s: %w", name, err)
 	}
@@ -557,8 +606,8 @@ var _ connector.Sealer = (*Sink)(nil)
 func init() {
 	connector.RegisterSink(connector.SinkDef[Config]{
 		Name:   "kafka",
-		Doc:    "produce to Kafka with an idempotent, acks=all producer",
+		Doc:    "produces to Kafka with an idempotent, acks=all producer; exactly once with exactly_once: true (transactions, read_committed consumers)",
 		Config: NewConfig,
-		Build:  func(name string, c *Config) (connector.Sink, error) { return New(name, c) },
+		Build:  Build,
 	})
 }

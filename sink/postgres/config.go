@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/internal/reach"
 )
 
 // Config is the sink's configuration, the options under a `type: postgres`
@@ -33,7 +34,7 @@ type Config struct {
 	PositionsTable string `yaml:"positions_table" doc:"The table of stored positions, [schema.]name; created when missing. It is written in the same transaction as the rows."`
 
 	MaxConns         int           `yaml:"max_conns" doc:"The most connections the sink holds open."`
-	ConnectTimeout   time.Duration `yaml:"connect_timeout" doc:"How long to wait for a connection to the server."`
+	ConnectTimeout   time.Duration `yaml:"connect_timeout" doc:"How long the sink waits at start for the server to answer, retrying with backoff and logging each failure, before it fails (exit code 3). Bad credentials, a missing database or a refused certificate fail at once. Each attempt, and each connection the sink opens later, takes at most 10s of it."`
 	StatementTimeout time.Duration `yaml:"statement_timeout" doc:"The most time one statement may take, set as the session's statement_timeout; the client gives up on a server that does not answer shortly after."`
 	MaxGroupRecords  int           `yaml:"max_group_records" doc:"The most rows one transaction may hold: a group beyond it fails with an error saying to lower batch.max_records."`
 	MaxGroupBytes    int64         `yaml:"max_group_bytes" doc:"The most bytes of encoded rows one transaction may hold, likewise."`
@@ -62,7 +63,7 @@ const (
 	DefaultSchema           = "public"
 	DefaultPositionsTable   = "weir_positions"
 	DefaultMaxConns         = 4
-	DefaultConnectTimeout   = 10 * time.Second
+	DefaultConnectTimeout   = reach.DefaultTimeout
 	DefaultStatementTimeout = 60 * time.Second
 	DefaultMaxGroupRecords  = 200_000
 	DefaultMaxGroupBytes    = 128 << 20
@@ -156,8 +157,8 @@ func (c *Config) Validate() error {
 	if c.MaxConns < 1 {
 		add("max_conns", "is %d: it must be at least 1", c.MaxConns)
 	}
-	if c.ConnectTimeout <= 0 {
-		add("connect_timeout", "must be positive, e.g. 10s")
+	if c.ConnectTimeout < time.Second {
+		add("connect_timeout", "%v is too short: use at least 1s (the default is %v)", c.ConnectTimeout, DefaultConnectTimeout)
 	}
 	if c.StatementTimeout < time.Millisecond {
 		add("statement_timeout", "must be at least 1ms, e.g. 60s")

@@ -8,7 +8,8 @@ import (
 
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/connector/conformance"
-	"github.com/weir-etl/weir/internal/pgtest"
+	"github.com/weir-etl/weir/internal/testkit/pgtest"
+	"github.com/weir-etl/weir/pipeline/pipelinetest"
 	"github.com/weir-etl/weir/sink/postgres"
 )
 
@@ -34,7 +35,7 @@ func TestConformance(t *testing.T) {
 		}
 		return s
 	}
-	conformance.TestSink(t, conformance.SinkHarness{
+	conformance.TestSink(t, conformance.SinkHarness{Runtime: pipelinetest.Runtime{},
 		New: func(t *testing.T) connector.Sink {
 			n++
 			table := "conf_" + string(rune('a'+n))

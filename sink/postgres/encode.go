@@ -144,10 +144,16 @@ func kindOf(v []byte) string {
 // excerpt quotes the start of a raw value for a message.
 func excerpt(v []byte) string {
 	const n = 40
+	cut, more := v, ""
 	if len(v) > n {
-		return strconv.Quote(string(v[:n])) + "..."
+		cut, more = v[:n], "..."
 	}
-	return strconv.Quote(string(v))
+	// A JSON value is shown as it was written (a string with its own quotes,
+	// not quoted again); bytes that would not print are escaped.
+	if utf8.Valid(cut) && !bytes.ContainsFunc(cut, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return string(cut) + more
+	}
+	return strconv.Quote(string(cut)) + more
 }
 
 // appendWhole appends the whole record value as column c.
@@ -212,6 +218,11 @@ func (e *encoder) appendValue(dst []byte, c *colPlan, v []byte) ([]byte, error) 
 		return appendCopy(dst, v), nil // numbers, booleans and JSON text as written
 	case typeSmallint, typeInteger, typeBigint:
 		lit, ok := e.numberText(v)
+		if !ok && v[0] == '"' {
+			// A string holds an integer as PostgreSQL reads one ('+5',
+			// '0012', ' 7 '), which is not always a JSON number.
+			lit, ok = e.integerString(v)
+		}
 		if !ok {
 			return dst, bad("an integer")
 		}
@@ -321,6 +332,30 @@ func (e *encoder) numberText(v []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return lit, true
+}
+
+// integerString returns the text of JSON string v when it is an integer as
+// PostgreSQL's integer input takes one: spaces around it, an optional sign,
+// then decimal digits only (leading zeros too).
+func (e *encoder) integerString(v []byte) ([]byte, bool) {
+	s, err := e.text(v)
+	if err != nil {
+		return nil, false
+	}
+	s = bytes.Trim(s, " \t\n\r\v\f")
+	digits := s
+	if len(digits) > 0 && (digits[0] == '+' || digits[0] == '-') {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 {
+		return nil, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return nil, false
+		}
+	}
+	return s, true
 }
 
 // specialNumber accepts the strings "NaN", "Infinity" and "-Infinity" that

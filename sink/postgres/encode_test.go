@@ -33,7 +33,16 @@ func TestEncodeTypeMapping(t *testing.T) {
 		{"bigint", `{"v":"42"}`, "42", ""},
 		{"bigint", `{"v":1.0}`, "", "not an integer"},
 		{"bigint", `{"v":1e3}`, "", "not an integer"},
-		{"bigint", `{"v":"x"}`, "", "not an integer"},
+		{"bigint", `{"v":"x"}`, "", `is a string "x", which is not an integer`},
+		// Strings hold integers as PostgreSQL reads them, not only as JSON
+		// writes numbers.
+		{"bigint", `{"v":"+5"}`, "+5", ""},
+		{"bigint", `{"v":"0012"}`, "0012", ""},
+		{"bigint", `{"v":" -7 "}`, "-7", ""},
+		{"bigint", `{"v":"1_000"}`, "", "not an integer"},
+		{"bigint", `{"v":"+"}`, "", "not an integer"},
+		{"bigint", `{"v":"9223372036854775808"}`, "", "out of the range of bigint"},
+		{"smallint", `{"v":"+32768"}`, "", "out of the range of smallint"},
 		{"integer", `{"v":2147483648}`, "", "out of the range of integer"},
 		{"smallint", `{"v":-32768}`, "-32768", ""},
 		{"smallint", `{"v":32768}`, "", "out of the range of smallint"},

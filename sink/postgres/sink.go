@@ -5,15 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/internal/reach"
+	"github.com/weir-etl/weir/internal/words"
 	"github.com/weir-etl/weir/record"
 )
 
@@ -44,7 +50,26 @@ type Sink struct {
 
 	// For Describe, counted per group.
 	rows, txs, skipped, refused atomic.Int64
+
+	log *slog.Logger
+	// step is called at each step of a group's transaction, for the crash
+	// points of connector/conformance's exactly-once suite; nil otherwise.
+	step func(string)
 }
+
+// at calls the crash point name, if armed.
+func (s *Sink) at(name string) {
+	if s.step != nil {
+		s.step(name)
+	}
+}
+
+// attemptTimeout bounds one connection attempt, at start and later: a
+// server that accepts connections and never answers costs this much per
+// try, within connect_timeout at start.
+const attemptTimeout = 10 * time.Second
+
+func (s *Sink) attemptTimeout() time.Duration { return min(attemptTimeout, s.cfg.ConnectTimeout) }
 
 // New returns a sink for cfg, which must be valid.
 func New(name string, cfg *Config) (*Sink, error) {
@@ -64,6 +89,9 @@ func New(name string, cfg *Config) (*Sink, error) {
 		enc:       newEncoder(cfg.Columns),
 		cur:       &group{},
 		known:     map[partKey]bool{},
+		// A sink is given no logger by the runtime: it logs to the
+		// default logger, which the command line sets.
+		log: slog.Default().With("sink", name),
 	}
 	if s.pipeline == "" {
 		s.pipeline = table.String()
@@ -109,7 +137,7 @@ func (s *Sink) poolConfig() (*pgxpool.Config, error) {
 		pc.ConnConfig.Password = pw
 	}
 	pc.MaxConns = int32(s.cfg.MaxConns)
-	pc.ConnConfig.ConnectTimeout = s.cfg.ConnectTimeout
+	pc.ConnConfig.ConnectTimeout = s.attemptTimeout()
 	if pc.ConnConfig.RuntimeParams == nil {
 		pc.ConnConfig.RuntimeParams = map[string]string{}
 	}
@@ -141,7 +169,7 @@ func (s *Sink) Open(ctx context.Context) (err error) {
 			s.pool = nil
 		}
 	}()
-	conn, err := s.acquire(ctx)
+	conn, err := s.reach(ctx, pc)
 	if err != nil {
 		return err
 	}
@@ -172,6 +200,31 @@ func (s *Sink) Open(ctx context.Context) (err error) {
 	return nil
 }
 
+// reach returns a connection from the pool under the rule every connector
+// follows at start (package reach): a server that does not answer is waited
+// for up to connect_timeout, with a warning per attempt; a refusal no wait
+// can fix (reach.PgUnfixable) fails at once.
+func (s *Sink) reach(ctx context.Context, pc *pgxpool.Config) (*pgxpool.Conn, error) {
+	var conn *pgxpool.Conn
+	cc := pc.ConnConfig
+	err := reach.Wait(ctx, reach.Target{
+		Pkg: "sink/postgres", Who: "sink " + s.name, Problem: "the server does not answer",
+		Peer:  fmt.Sprintf("PostgreSQL at %s (database %s)", net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port))), cc.Database),
+		Fix:   "check that the server is up and reachable from here",
+		Limit: s.cfg.ConnectTimeout, Log: s.log, Fatal: reach.PgUnfixable,
+		Attempt: func(ctx context.Context) error {
+			actx, cancel := context.WithTimeout(ctx, s.attemptTimeout())
+			defer cancel()
+			c, err := s.pool.Acquire(actx)
+			if err == nil {
+				conn = c
+			}
+			return err
+		},
+	})
+	return conn, err
+}
+
 // hint adds the likely fix to the errors a misconfigured table gives.
 func hint(err error) error {
 	if _, isData := dataError(err); isData {
@@ -192,23 +245,71 @@ func hint(err error) error {
 	return err
 }
 
+// createLockClass is the first key of the advisory lock ensureTable takes
+// ("weir" in ASCII); the second is a hash of the table's name.
+const createLockClass = 0x77656972
+
 // ensureTable creates table q with ddl when it does not exist. It looks
-// first, so that a user without the right to create tables can still use
-// tables made for it.
+// first, so that a role without the right to create tables can use tables
+// made for it.
+//
+// CREATE TABLE IF NOT EXISTS is not safe against a concurrent creation: two
+// sessions both find the table missing, and one fails on pg_type's unique
+// index (23505) or with "relation already exists" (42P07). Three members of
+// one Kafka group started at once on a new table did, and exited (issue 25).
+// So the creation runs in a transaction that first takes an advisory lock
+// keyed by the table's name and looks again under it: the sessions create
+// one after the other, and the later ones find the table. A creation that
+// fails with one of those two codes anyway (a creator outside weir that
+// takes no lock) counts as done.
 func (s *Sink) ensureTable(ctx context.Context, conn *pgxpool.Conn, q qualified, ddl string) error {
+	exists, err := s.tableExists(ctx, conn, q)
+	if err != nil || exists {
+		return err
+	}
+	if err := s.exec(ctx, conn, "BEGIN"); err != nil {
+		return s.wrap("creating table "+q.String(), err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			s.rollback(conn)
+		}
+	}()
+	cctx, cancel := context.WithTimeout(ctx, s.callTimeout())
+	_, err = conn.Exec(cctx, "SELECT pg_advisory_xact_lock($1, hashtext($2))", int32(createLockClass), q.sql())
+	cancel()
+	if err != nil {
+		return s.wrap("creating table "+q.String()+": taking its creation lock", err)
+	}
+	if exists, err = s.tableExists(ctx, conn, q); err != nil {
+		return err
+	}
+	if !exists {
+		if err := s.exec(ctx, conn, ddl); err != nil {
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || (pe.Code != "23505" && pe.Code != "42P07") {
+				return s.wrap("creating table "+q.String(), err)
+			}
+			s.log.Info("sink/postgres: another session created the table at the same moment", "table", q.String())
+		}
+	}
+	if err := s.exec(ctx, conn, "COMMIT"); err != nil {
+		return s.wrap("creating table "+q.String(), err)
+	}
+	done = true
+	return nil
+}
+
+// tableExists looks table q up.
+func (s *Sink) tableExists(ctx context.Context, conn *pgxpool.Conn, q qualified) (bool, error) {
 	var exists bool
 	cctx, cancel := context.WithTimeout(ctx, s.callTimeout())
 	defer cancel()
 	if err := conn.QueryRow(cctx, "SELECT to_regclass($1) IS NOT NULL", q.sql()).Scan(&exists); err != nil {
-		return s.wrap("looking for table "+q.String(), err)
+		return false, s.wrap("looking for table "+q.String(), err)
 	}
-	if exists {
-		return nil
-	}
-	if err := s.exec(ctx, conn, ddl); err != nil {
-		return s.wrap("creating table "+q.String(), err)
-	}
-	return nil
+	return exists, nil
 }
 
 func (s *Sink) createTableSQL() string {
@@ -234,7 +335,7 @@ func (s *Sink) createTableSQL() string {
 }
 
 func (s *Sink) acquire(ctx context.Context) (*pgxpool.Conn, error) {
-	cctx, cancel := context.WithTimeout(ctx, s.cfg.ConnectTimeout+s.callTimeout())
+	cctx, cancel := context.WithTimeout(ctx, s.attemptTimeout()+s.callTimeout())
 	defer cancel()
 	conn, err := s.pool.Acquire(cctx)
 	if err != nil {
@@ -469,7 +570,7 @@ func (s *Sink) Close(context.Context) error {
 
 // Describe says where the rows went, for the run summary.
 func (s *Sink) Describe() string {
-	d := fmt.Sprintf("postgres %s: %d rows in %d transactions", s.table, s.rows.Load(), s.txs.Load())
+	d := fmt.Sprintf("postgres %s: %s in %s", s.table, words.Plural(s.rows.Load(), "row"), words.Plural(s.txs.Load(), "transaction"))
 	if n := s.skipped.Load(); n > 0 {
 		d += fmt.Sprintf(", %d already stored and skipped", n)
 	}
@@ -488,7 +589,7 @@ var (
 func init() {
 	connector.RegisterSink(connector.SinkDef[Config]{
 		Name:   "postgres",
-		Doc:    "write rows to a PostgreSQL table, exactly once: source positions are stored in the same transaction",
+		Doc:    "writes rows to a PostgreSQL table, exactly once: source positions are stored in the same transaction",
 		Config: NewConfig,
 		Build:  func(name string, c *Config) (connector.Sink, error) { return New(name, c) },
 	})

@@ -214,6 +214,7 @@ func (s *Sink) commit(ctx context.Context, g *group) (commitOutcome, error) {
 		s.rollback(conn)
 		return out, s.wrap("beginning the transaction", err)
 	}
+	s.at("begun")
 
 	sel := s.selectRows(g, stored)
 	out.rows = g.rows()
@@ -228,6 +229,10 @@ func (s *Sink) commit(ctx context.Context, g *group) (commitOutcome, error) {
 		}
 	}
 
+	s.at("rows-copied")
+	if err := s.unsafeSplitPositions(ctx, conn); err != nil {
+		return out, err
+	}
 	b = &pgx.Batch{}
 	if keeping && len(g.positions) > 0 {
 		ps, pp, pn := s.positionArgs(g.positions)
@@ -252,6 +257,7 @@ func (s *Sink) commit(ctx context.Context, g *group) (commitOutcome, error) {
 	if keeping {
 		s.noteKnown(g)
 	}
+	s.at("committed")
 	return out, nil
 }
 

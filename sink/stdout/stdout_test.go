@@ -12,6 +12,7 @@ import (
 
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/connector/conformance"
+	"github.com/weir-etl/weir/pipeline/pipelinetest"
 	"github.com/weir-etl/weir/sink/stdout"
 )
 
@@ -37,7 +38,7 @@ func TestConformance(t *testing.T) {
 	outs := map[connector.Sink]*lockedBuffer{}
 	var mu sync.Mutex
 	out := func(s connector.Sink) *lockedBuffer { mu.Lock(); defer mu.Unlock(); return outs[s] }
-	conformance.TestSink(t, conformance.SinkHarness{
+	conformance.TestSink(t, conformance.SinkHarness{Runtime: pipelinetest.Runtime{},
 		New: func(t *testing.T) connector.Sink {
 			b := &lockedBuffer{}
 			s := stdout.New(b)

@@ -1,7 +1,6 @@
 package file
 
 import (
-	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
 )
 
@@ -19,10 +18,11 @@ import (
 // position its file was read to.
 
 // othersAtEnd reports whether every file but f was read to its end (as far
-// as it was then) or cannot be read now. Called with mu held.
+// as it was then) or cannot be read now (a file not named yet has no record
+// to read). Called with mu held.
 func (s *Source) othersAtEnd(f *file) bool {
 	for _, g := range s.order {
-		if g != f && !g.atEnd && !g.idle && !g.paused {
+		if g != f && g.name != "" && !g.atEnd && !g.idle && !g.paused {
 			return false
 		}
 	}
@@ -44,6 +44,6 @@ func (s *Source) caughtUp(b *connector.Batch) bool {
 		return false
 	}
 	b.Reset()
-	b.Partition, b.End, b.CaughtUp = f.part, checkpoint.Position(f.reported), true
+	b.Partition, b.End, b.CaughtUp = f.part, connector.Position(f.reported), true
 	return true
 }

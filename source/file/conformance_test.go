@@ -10,6 +10,7 @@ import (
 
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/connector/conformance"
+	"github.com/weir-etl/weir/pipeline/pipelinetest"
 	"github.com/weir-etl/weir/source/file"
 )
 
@@ -22,7 +23,7 @@ func TestConformance(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "in.ndjson"), []byte(data.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	conformance.TestSource(t, conformance.SourceHarness{
+	conformance.TestSource(t, conformance.SourceHarness{Runtime: pipelinetest.Runtime{},
 		New: func(t *testing.T) connector.Source {
 			c := file.NewConfig()
 			c.Paths = []string{filepath.Join(dir, "*.ndjson")}

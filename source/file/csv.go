@@ -1,72 +1,10 @@
 package file
 
-import (
-	"bytes"
-	"errors"
-	"fmt"
+import "github.com/weir-etl/weir/internal/fileformat"
+
+// The CSV framing of a record is the one the file and S3 sources share
+// (internal/fileformat).
+var (
+	splitCSV = fileformat.SplitCSV
+	trimCR   = fileformat.TrimCR
 )
-
-// splitCSV splits one CSV record into fields, appending them to dst, as RFC
-// 4180 reads it: a field is quoted or not; a quoted field may hold the
-// delimiter, line breaks and "" (a quote); a quote elsewhere is an error, and
-// so is anything but the delimiter after a quoted field's closing quote.
-//
-// rec is the record as lineReader frames it, without its final '\n'. One
-// '\r' before that '\n' belongs to the line end (CRLF) and is dropped; every
-// other byte is kept, line breaks inside quoted fields included, exactly as
-// they are in the file (encoding/csv would turn a quoted "\r\n" into "\n").
-func splitCSV(dst []string, rec []byte, delim byte) ([]string, error) {
-	rec = trimCR(rec)
-	i := 0
-	for {
-		if i < len(rec) && rec[i] == '"' {
-			i++
-			var b []byte
-			from := i
-			for {
-				j := bytes.IndexByte(rec[i:], '"')
-				if j < 0 {
-					return dst, errors.New("a quoted field is not closed: the record ends inside quotes")
-				}
-				i += j
-				if i+1 < len(rec) && rec[i+1] == '"' {
-					b = append(b, rec[from:i+1]...) // "" is one quote
-					i += 2
-					from = i
-					continue
-				}
-				b = append(b, rec[from:i]...)
-				i++
-				break
-			}
-			dst = append(dst, string(b))
-			if i == len(rec) {
-				return dst, nil
-			}
-			if rec[i] != delim {
-				return dst, fmt.Errorf("%q after the closing quote of field %d: a quoted field must end at a delimiter or the line end (write a quote inside one as \"\")", rec[i], len(dst))
-			}
-			i++
-			continue
-		}
-		j := i
-		for j < len(rec) && rec[j] != delim {
-			if rec[j] == '"' {
-				return dst, fmt.Errorf("a quote inside unquoted field %d: quote the whole field and double the quote (\"a\"\"b\")", len(dst)+1)
-			}
-			j++
-		}
-		dst = append(dst, string(rec[i:j]))
-		if j == len(rec) {
-			return dst, nil
-		}
-		i = j + 1
-	}
-}
-
-func trimCR(b []byte) []byte {
-	if n := len(b); n > 0 && b[n-1] == '\r' {
-		return b[:n-1]
-	}
-	return b
-}

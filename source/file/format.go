@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/weir-etl/weir/internal/fileformat"
 	"github.com/weir-etl/weir/record"
 )
 
@@ -96,21 +97,7 @@ func (s *Source) decodeCSV(f *file, raw []byte, start int64, rec *record.Record)
 	}
 	// The object's members are in the header's order, each field's bytes a
 	// JSON string with nothing replaced: the record is the row as written.
-	n := 2
-	for i, name := range f.header {
-		n += len(name) + len(fields[i]) + 6
-	}
-	b := make([]byte, 0, n)
-	b = append(b, '{')
-	for i, name := range f.header {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = record.AppendString(b, name)
-		b = append(b, ':')
-		b = record.AppendString(b, fields[i])
-	}
-	b = append(b, '}')
+	b := fileformat.AppendCSVObject(make([]byte, 0, fileformat.CSVObjectSize(f.header, fields)), f.header, fields)
 	*rec = record.New(b)
 	return true, nil
 }

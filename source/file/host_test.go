@@ -242,7 +242,7 @@ func join(l []string) string { return strings.Join(l, ",") }
 
 func openStore(t *testing.T, s *Source) (*statestore.Store, error) {
 	t.Helper()
-	return statestore.Open(StatePath(s.cfg.DataDir, s.name), nil)
+	return statestore.Open(StatePath(s.cfg.DataDir, s.name), statestore.Options{})
 }
 
 // lastWritten sets the modification time of path to ago before now: the

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+
+	"github.com/weir-etl/weir/internal/fileformat"
 )
 
 // lineStatus says what lineReader.next found.
@@ -29,7 +31,7 @@ const (
 
 // bom is the UTF-8 byte order mark, which spreadsheet exports put at the start
 // of a file.
-var bom = []byte("\xEF\xBB\xBF")
+var bom = fileformat.BOM
 
 // lineReader splits a file into records without copying them: a returned
 // record is a slice of the read buffer, and the buffer is handed over to the

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
-	"github.com/weir-etl/weir/checkpoint"
+	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/record"
 )
 
@@ -27,8 +29,11 @@ type found struct {
 }
 
 // statGlobs returns the regular files the globs match, sorted by path, each
-// identity once (the first path wins).
-func statGlobs(globs []string) []found {
+// identity once (the first path wins). What they match that is not a
+// regular file (a directory, a named pipe, a dangling symbolic link) is
+// passed to odd, which the source reports: weir reads regular files only,
+// since a position in a pipe or a device cannot be read again.
+func statGlobs(globs []string, odd func(path, kind string)) []found {
 	var paths []string
 	for _, g := range globs {
 		m, _ := filepath.Glob(g) // patterns were checked by Validate
@@ -40,8 +45,17 @@ func statGlobs(globs []string) []found {
 	seen := map[fileKey]bool{}
 	for _, p := range paths {
 		fi, err := os.Stat(p)
-		if err != nil || !fi.Mode().IsRegular() {
-			continue // vanished since the glob, or not a file
+		if err != nil {
+			if lfi, lerr := os.Lstat(p); lerr == nil && lfi.Mode()&os.ModeSymlink != 0 && odd != nil {
+				odd(p, "a symbolic link to nothing")
+			}
+			continue // vanished since the glob
+		}
+		if !fi.Mode().IsRegular() {
+			if odd != nil {
+				odd(p, fileKind(fi.Mode()))
+			}
+			continue
 		}
 		k, ok := keyOf(fi)
 		if !ok || seen[k] {
@@ -53,14 +67,151 @@ func statGlobs(globs []string) []found {
 	return out
 }
 
+// fileKind names what a mode that is not a regular file's is, for messages.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a block device"
+	}
+	return "not a regular file (" + m.Type().String() + ")"
+}
+
+// oddFile reports, once per path and run, a path the globs match that is not
+// a regular file and is therefore not read. Polling goroutine only.
+func (s *Source) oddFile(path, kind string) {
+	if s.oddWarned == nil {
+		s.oddWarned = map[string]bool{}
+	}
+	if s.oddWarned[path] {
+		return
+	}
+	s.oddWarned[path] = true
+	s.log.Warn("source/file: a path the globs match is not a regular file and is not read (weir reads regular files only: a position in a pipe or a device cannot be read again)",
+		"path", path, "is", kind)
+}
+
 // candidates are the files where a file known from the state store may be
 // after a rotation: in the directory of its last known path, and under the
 // rotated globs. They are listed once per scan, when first needed.
 type candidates struct {
 	rotated []string
+	odd     func(path, kind string)
 	dirs    map[string]bool
 	listed  bool // rotated globs listed
 	byKey   map[fileKey]found
+	// near holds the files of the directories around known files' paths
+	// (see elsewhere), listed once per scan and directory, when needed.
+	near     map[fileKey]found
+	nearDone map[string]bool
+}
+
+// The bounds of the search of elsewhere: a rotation moves a file nearby, and
+// a scan must not walk a whole filesystem.
+const (
+	nearDirs    = 64    // directories listed per known path
+	nearEntries = 20000 // entries read per directory
+)
+
+// elsewhere looks for the file k, last seen at e.Path with e's first bytes,
+// near that path: in the directories below its directory, beside it, and
+// below those (where logrotate's olddir usually is), on its device. A
+// rotation into a directory the configuration does not name moved it
+// there.
+func (c *candidates) elsewhere(k fileKey, e entry) (found, bool) {
+	dir := filepath.Dir(e.Path)
+	if !c.nearDone[dir] {
+		if c.nearDone == nil {
+			c.nearDone, c.near = map[string]bool{}, map[fileKey]found{}
+		}
+		c.nearDone[dir] = true
+		c.listNear(dir, k.Dev)
+	}
+	m, ok := c.near[k]
+	if !ok {
+		return found{}, false
+	}
+	fd, err := os.Open(m.path)
+	if err != nil {
+		return found{}, false
+	}
+	defer fd.Close()
+	fi, err := fd.Stat()
+	if err != nil {
+		return found{}, false
+	}
+	if got, ok := keyOf(fi); !ok || got != k || fi.Size() < e.Pos || !e.matches(fd, fi.Size()) {
+		return found{}, false // another file now, or truncated
+	}
+	m.fi = fi
+	return m, true
+}
+
+// listNear lists the regular files of the directories near dir on device
+// dev (see elsewhere) into c.near, nearest first and within the bounds
+// above: dir and its subdirectories, its parent, and the parent's other
+// subdirectories with theirs. Symbolic links are not followed.
+func (c *candidates) listNear(dir string, dev uint64) {
+	budget := nearDirs
+	list := func(d string) (subdirs []string) {
+		if budget == 0 {
+			return nil
+		}
+		budget--
+		fd, err := os.Open(d)
+		if err != nil {
+			return nil
+		}
+		defer fd.Close()
+		if fi, err := fd.Stat(); err != nil || !sameDevice(fi, dev) {
+			return nil
+		}
+		ents, _ := fd.ReadDir(nearEntries)
+		for _, e := range ents {
+			p := filepath.Join(d, e.Name())
+			switch {
+			case e.IsDir():
+				subdirs = append(subdirs, p)
+			case e.Type().IsRegular():
+				if fi, err := e.Info(); err == nil {
+					if k, ok := keyOf(fi); ok {
+						if _, dup := c.near[k]; !dup {
+							c.near[k] = found{p, k, fi}
+						}
+					}
+				}
+			}
+		}
+		slices.Sort(subdirs)
+		return subdirs
+	}
+	for _, sub := range list(dir) {
+		list(sub)
+	}
+	parent := filepath.Dir(dir)
+	if parent == dir {
+		return
+	}
+	for _, sib := range list(parent) {
+		if sib == dir {
+			continue
+		}
+		for _, sub := range list(sib) {
+			list(sub)
+		}
+	}
+}
+
+func sameDevice(fi os.FileInfo, dev uint64) bool {
+	k, ok := keyOf(fi)
+	return ok && k.Dev == dev
 }
 
 func (c *candidates) addDir(dir string) {
@@ -91,7 +242,7 @@ func (c *candidates) addRotated() {
 		return
 	}
 	c.listed = true
-	for _, m := range statGlobs(c.rotated) {
+	for _, m := range statGlobs(c.rotated, c.odd) {
 		c.put(m)
 	}
 }
@@ -131,7 +282,11 @@ type scanRun struct {
 	swaps   []swap  // truncated files
 	claimed map[fileKey]bool
 	cands   candidates
-	gens    map[fileKey]uint64 // incarnation of a forgotten entry whose inode is seen again
+	gens    map[fileKey]uint64   // incarnation of a forgotten entry whose inode is seen again
+	priors  map[fileKey][]string // and its earlier prefix hashes
+	// rotated are the directories where this scan saw a rotation: a known
+	// file left paths or was truncated there (see noticeUnseen).
+	rotated map[string]bool
 	unread  []unreadNote
 	opened  []*os.File // to close if the store refuses the change
 }
@@ -147,6 +302,17 @@ type swap struct {
 type unreadNote struct {
 	path, why string
 	pos, n    int64
+	// reason is Host.Unread's (reasonGone when empty).
+	reason string
+	// msg replaces the warning's message, for bytes unread although the
+	// file is not gone (a rotation weir cannot follow).
+	msg string
+	// args are added to the warning.
+	args []any
+	// unknown says that more may have been written than n counts (a file
+	// weir was following, gone while weir was stopped): it is warned about
+	// even when n is 0.
+	unknown bool
 }
 
 // scan looks at the files and carries out the rules of rotation (see
@@ -174,14 +340,15 @@ type unreadNote struct {
 func (s *Source) scan(ctx context.Context, saved map[fileKey]entry) error {
 	opening := saved != nil
 	prev := s.scanned // polling goroutine: the only writer
-	sc := &scanRun{start: time.Now(), claimed: map[fileKey]bool{}, gens: map[fileKey]uint64{},
-		cands: candidates{rotated: s.cfg.Rotated, dirs: map[string]bool{}, byKey: map[fileKey]found{}}}
+	sc := &scanRun{start: time.Now(), claimed: map[fileKey]bool{}, gens: map[fileKey]uint64{}, priors: map[fileKey][]string{}, rotated: map[string]bool{},
+		cands: candidates{rotated: s.cfg.Rotated, odd: s.oddFile, dirs: map[string]bool{}, byKey: map[fileKey]found{}}}
 	s.lastScan = sc.start
 	tail := s.cfg.Mode == "tail"
 
 	seen := map[fileKey]bool{}
 	var truncated []found
-	for _, m := range statGlobs(s.cfg.Paths) {
+	live := statGlobs(s.cfg.Paths, s.oddFile)
+	for _, m := range live {
 		seen[m.key] = true
 		s.mu.Lock()
 		f := s.byKey[m.key]
@@ -233,6 +400,7 @@ func (s *Source) scan(ctx context.Context, saved map[fileKey]entry) error {
 		for _, f := range s.order {
 			if !seen[f.key] && !f.gone {
 				f.gone = true
+				sc.rotated[filepath.Dir(f.path)] = true
 				s.log.Info("source/file: file left paths (rotated, renamed or deleted); reading it to its end", "path", f.path)
 			}
 		}
@@ -251,11 +419,14 @@ func (s *Source) scan(ctx context.Context, saved map[fileKey]entry) error {
 		s.mu.Lock()
 		s.scanned = sc.start // stored with this scan's files
 		s.mu.Unlock()
-	} else if len(s.cfg.Rotated) > 0 && !unsafeIgnoreRotated {
-		if err := s.adoptUnseen(sc, prev); err != nil {
-			sc.closeOpened()
-			return err
+	} else {
+		if len(s.cfg.Rotated) > 0 && !unsafeIgnoreRotated {
+			if err := s.adoptUnseen(sc, prev); err != nil {
+				sc.closeOpened()
+				return err
+			}
 		}
+		s.noticeUnseen(sc, live, prev)
 	}
 
 	if err := s.applyIfAny(sc.change); err != nil {
@@ -361,9 +532,11 @@ func metaFor(path string) []record.Meta {
 	return slices.Clip([]record.Meta{{Key: "path", Value: path}})
 }
 
-// identify fingerprints f's first bytes and names its incarnation gen.
-func (s *Source) identify(f *file, gen uint64, when time.Time) error {
-	f.gen = gen
+// identify fingerprints f's first bytes, makes it incarnation gen (prior
+// holds the prefix hashes of the file's earlier incarnations) and names it
+// if its identity prefix is there (see identity.go).
+func (s *Source) identify(f *file, gen uint64, prior []string) error {
+	f.gen, f.prior = gen, prior
 	// The file may have shrunk since its size was read (a writer truncating
 	// it in rotation): the fingerprint is then of the bytes it still has.
 	fp, n, err := fingerprintPrefix(f.fd, int(min(f.size, int64(s.cfg.FingerprintBytes))))
@@ -371,13 +544,87 @@ func (s *Source) identify(f *file, gen uint64, when time.Time) error {
 		return fmt.Errorf("source/file: %s: %w", f.path, err)
 	}
 	f.fpLen, f.fp = n, fp
-	f.name = partitionName(f.path, f.key, gen, when)
+	f.name, f.hash = "", ""
+	return s.tryName(f)
+}
+
+// tryName names f if its identity prefix is there, or it is finished. It
+// leaves f unnamed otherwise, and when its bytes are gone (a truncated
+// file's old incarnation). Called with mu held, or before f is shared.
+func (s *Source) tryName(f *file) error {
+	if f.name != "" || f.fd == nil {
+		return nil
+	}
+	if f.btime == 0 {
+		f.btime = birthTime(f.fd)
+	}
+	limit := s.cfg.FingerprintBytes
+	buf := make([]byte, limit)
+	got, err := f.fd.ReadAt(buf, 0)
+	if err != nil && err != io.EOF {
+		return fmt.Errorf("source/file: %s: reading its first bytes: %w", f.path, err)
+	}
+	lines := 1
+	if s.cfg.Format == "csv" && s.cfg.CSVHeader {
+		lines = 2 // the header and the first record
+	}
+	prefix, ok := identityPrefix(buf[:got], limit, lines, s.cfg.Format == "lines", f.lr.final)
+	if !ok {
+		return nil
+	}
+	f.name, f.hash = nameOf(f.key, f.btime, prefix, f.gen, f.prior)
 	return nil
+}
+
+// nameWaiting names the files that were not named when found, once their
+// identity prefix is there, records the names in the state store and
+// assigns their partitions. A store that cannot record them leaves them
+// waiting (unnamed, unread) for the next try. Polling goroutine.
+func (s *Source) nameWaiting() {
+	if len(s.waiting) == 0 {
+		return
+	}
+	var named []*file
+	var change stateChange
+	s.mu.Lock()
+	left := s.waiting[:0]
+	for _, f := range s.waiting {
+		if s.byKey[f.key] != f || f.name != "" {
+			continue // let go, or replaced
+		}
+		if err := s.tryName(f); err != nil {
+			s.log.Warn("source/file: cannot read the first bytes of a file to name it; trying again", "path", f.path, "error", err)
+		}
+		if f.name == "" {
+			left = append(left, f)
+			continue
+		}
+		named = append(named, f)
+		change.put = append(change.put, keyed{k: f.key, e: f.entry(f.committed)})
+	}
+	s.waiting = left
+	s.mu.Unlock()
+	if len(named) == 0 {
+		return
+	}
+	if err := s.apply(change); err != nil {
+		s.mu.Lock()
+		for _, f := range named {
+			f.name, f.hash = "", ""
+		}
+		s.waiting = append(s.waiting, named...)
+		s.mu.Unlock()
+		s.log.Warn("source/file: cannot record new files' names in the state store; they wait", "error", err)
+		return
+	}
+	for _, f := range named {
+		s.assign(f)
+	}
 }
 
 // resume sets f to go on from a stored entry.
 func (s *Source) resume(f *file, e entry) error {
-	f.name, f.gen, f.fpLen, f.fp = e.Name, e.Gen, e.FPLen, e.FP
+	f.name, f.gen, f.fpLen, f.fp, f.hash, f.prior = e.Name, e.Gen, e.FPLen, e.FP, e.Hash, e.Prior
 	s.startAt(f, e.Pos)
 	if s.cfg.Format == "csv" && s.cfg.CSVHeader && e.Pos > 0 {
 		return s.readHeader(f)
@@ -402,17 +649,18 @@ func (s *Source) openLive(sc *scanRun, m found, e entry, known bool) error {
 			return err
 		}
 	} else {
-		gen := sc.gens[m.key]
+		gen, prior := sc.gens[m.key], sc.priors[m.key]
 		if known {
+			sc.rotated[filepath.Dir(m.path)] = true
 			// Truncated or rewritten while weir was not looking: the old
 			// incarnation's rest may be in a copy.
 			s.log.Info("source/file: file was truncated or replaced; reading it from the start", "path", m.path, "old_position", e.Pos, "size", f.size)
 			if err := s.lostIncarnation(sc, m.key, e, false, "the file was truncated or replaced in place"); err != nil {
 				return err
 			}
-			gen = e.Gen + 1
+			gen, prior = e.Gen+1, addPrior(e.Prior, e.Hash)
 		}
-		if err := s.identify(f, gen, sc.start); err != nil {
+		if err := s.identify(f, gen, prior); err != nil {
 			return err
 		}
 		s.startAt(f, 0)
@@ -426,8 +674,8 @@ func (s *Source) openLive(sc *scanRun, m found, e entry, known bool) error {
 // findMoved looks for a known file that is no longer under paths where
 // rotation puts files, by identity; then, if it was truncated, for its copy.
 func (s *Source) findMoved(sc *scanRun, k fileKey, e entry) error {
-	if unsafeIgnoreRotated {
-		sc.change.forget = append(sc.change.forget, keyed{k: k, e: e})
+	sc.rotated[filepath.Dir(e.Path)] = true
+	if unsafeForgetMoved(sc, k, e) {
 		return nil
 	}
 	for _, m := range sc.cands.around(e.Path) {
@@ -444,7 +692,7 @@ func (s *Source) findMoved(sc *scanRun, k fileKey, e entry) error {
 		if f.size < e.Pos || !e.matches(f.fd, f.size) {
 			// The inode holds other bytes now: look for a copy of the old ones.
 			f.fd.Close()
-			sc.gens[k] = e.Gen + 1
+			sc.gens[k], sc.priors[k] = e.Gen+1, addPrior(e.Prior, e.Hash)
 			return s.lostIncarnation(sc, k, e, true, "the file was truncated or replaced in place")
 		}
 		if err := s.resume(f, e); err != nil {
@@ -457,7 +705,47 @@ func (s *Source) findMoved(sc *scanRun, k fileKey, e entry) error {
 		s.log.Info("source/file: found a known file under another name; reading it to its end", "path", m.path, "was", e.Path, "position", e.Pos)
 		return nil
 	}
-	return s.lostIncarnation(sc, k, e, true, "no file with its identity is in its directory or under rotated")
+	return s.gone(sc, k, e)
+}
+
+// gone deals with a known file found nowhere weir reads from: its copy
+// (copytruncate) takes over if there is one. Otherwise its bytes after the
+// committed position are unread. If it is found near its last path, outside
+// paths and rotated (a rotation into a directory the configuration does
+// not name), they are counted from its size now; it is not read, since weir
+// reads only files its configuration names. If it is found nowhere, they are
+// counted from its size when last seen, and for a file that was under paths
+// in tail mode (one weir was following), what was written to it after that
+// is unknown, which the warning says.
+func (s *Source) gone(sc *scanRun, k fileKey, e entry) error {
+	sc.change.forget = append(sc.change.forget, keyed{k: k, e: e})
+	cp, err := s.findCopy(sc, k, e, e.Pos, true)
+	if err != nil {
+		return err
+	}
+	if cp != nil {
+		if err := s.resume(cp, e); err != nil {
+			return err
+		}
+		cp.gone = true
+		sc.change.put = append(sc.change.put, keyed{k: cp.key, e: cp.entry(e.Pos), replace: true})
+		sc.adds = append(sc.adds, cp)
+		s.log.Info("source/file: found the copy of a truncated file (copytruncate); reading the rest there", "path", cp.path, "was", e.Path, "position", e.Pos)
+		return nil
+	}
+	if m, ok := sc.cands.elsewhere(k, e); ok {
+		sc.unread = append(sc.unread, unreadNote{path: e.Path, pos: e.Pos, n: m.fi.Size() - e.Pos, reason: reasonRotatedAway,
+			msg:  "source/file: bytes of a file were never read: rotation moved it where weir does not read (outside paths and rotated); weir reads only files its configuration names, so add a rotated glob for that place",
+			args: []any{"found_at", m.path, "rotated_glob", filepath.Join(filepath.Dir(m.path), "*")}})
+		return nil
+	}
+	live := s.cfg.Mode == "tail" && inGlobs(s.cfg.Paths, e.Path)
+	why := "no file with its identity is in its directory or under rotated"
+	if live {
+		why = "it was rotated or deleted while weir was stopped, and no file with its identity is in its directory, under rotated or near its path; what was written to it after weir last looked is unknown and not counted: if rotation moves files elsewhere, name that place in rotated"
+	}
+	sc.unread = append(sc.unread, unreadNote{path: e.Path, why: why, pos: e.Pos, n: e.Size - e.Pos, unknown: live})
+	return nil
 }
 
 // lostIncarnation deals with a stored entry whose file no longer holds its
@@ -549,13 +837,15 @@ func (s *Source) planTruncated(sc *scanRun, m found) error {
 	old := s.byKey[m.key]
 	e := entry{Path: old.path, FPLen: old.fpLen, FP: old.fp}
 	from, committed := old.lr.readPos(), old.committed
-	gen := old.gen
+	gen, prior := old.gen, addPrior(old.prior, old.hash)
+	oldName, oldHash, oldPrior := old.name, old.hash, old.prior
 	s.mu.Unlock()
+	sc.rotated[filepath.Dir(m.path)] = true
 	cur := &file{key: m.key, path: m.path, fd: old.fd, meta: metaFor(m.path), size: m.fi.Size()}
 	cur.lr = old.lr
 	cur.lr.buf, cur.lr.shared = nil, false
 	cur.lr.verify = func(end int64) bool { return s.stillSame(cur, end) }
-	if err := s.identify(cur, gen+1, sc.start); err != nil {
+	if err := s.identify(cur, gen+1, prior); err != nil {
 		return err
 	}
 	s.startAt(cur, 0)
@@ -567,7 +857,7 @@ func (s *Source) planTruncated(sc *scanRun, m found) error {
 	}
 	if cp != nil {
 		w.copy, w.copyFd = &found{cp.path, cp.key, nil}, cp.fd
-		entryOld := entry{Name: old.name, Gen: gen, Path: cp.path, FPLen: e.FPLen, FP: e.FP, Pos: committed, Size: cp.size}
+		entryOld := entry{Name: oldName, Gen: gen, Path: cp.path, FPLen: e.FPLen, FP: e.FP, Pos: committed, Size: cp.size, Hash: oldHash, Prior: oldPrior}
 		sc.change.put = append(sc.change.put, keyed{k: cp.key, e: entryOld, replace: true})
 		s.log.Info("source/file: found the copy of a truncated file (copytruncate); reading the rest there", "path", cp.path, "was", e.Path, "position", from)
 	} else {
@@ -654,7 +944,7 @@ func (s *Source) adoptUnseen(sc *scanRun, prev time.Time) error {
 		if f == nil {
 			continue
 		}
-		if err := s.identify(f, sc.gens[m.key], sc.start); err != nil {
+		if err := s.identify(f, sc.gens[m.key], sc.priors[m.key]); err != nil {
 			return err
 		}
 		s.startAt(f, 0)
@@ -670,7 +960,10 @@ func (s *Source) adoptUnseen(sc *scanRun, prev time.Time) error {
 
 // inRotated reports whether a rotated glob matches path (candidates also
 // hold the files of directories listed for known files).
-func inRotated(globs []string, path string) bool {
+func inRotated(globs []string, path string) bool { return inGlobs(globs, path) }
+
+// inGlobs reports whether one of globs matches path.
+func inGlobs(globs []string, path string) bool {
 	for _, g := range globs {
 		if ok, _ := filepath.Match(g, path); ok {
 			return true
@@ -680,22 +973,105 @@ func inRotated(globs []string, path string) bool {
 }
 
 func (s *Source) reportUnread(u unreadNote) {
-	if u.n <= 0 {
+	if u.n <= 0 && !u.unknown {
 		s.log.Info("source/file: a file read to its committed end is gone; forgetting it", "path", u.path)
 		return
 	}
-	s.host.Unread(reasonGone, u.n)
-	s.log.Warn("source/file: bytes of a file were never read: it is gone ("+u.why+")",
-		"path", u.path, "position", u.pos, "unread_bytes", u.n)
+	reason := u.reason
+	if reason == "" {
+		reason = reasonGone
+	}
+	if u.n > 0 {
+		s.host.Unread(reason, u.n)
+	}
+	msg := u.msg
+	if msg == "" {
+		msg = "source/file: bytes of a file were never read: it is gone (" + u.why + ")"
+	}
+	s.log.Warn(msg, append([]any{"path", u.path, "position", u.pos, "unread_bytes", max(u.n, 0)}, u.args...)...)
 }
 
-// add starts reading f as a partition.
+// noticeUnseen counts, with a warning, the files that rotation made and
+// moved away while no scan looked, where weir does not read them: in a
+// directory where this scan saw a rotation (a known file left paths or was
+// truncated there), not under paths nor rotated (which adoptUnseen reads),
+// named after a file under paths (app.log.1 beside app.log), and changed
+// after the last completed scan began (prev). weir cannot read them
+// without a rotated glob that names them; their bytes are unread. Each is
+// reported once per run. Asking for a rotation in the directory keeps a file
+// that merely resembles a rotated one (app.log.tmp, written by hand) from
+// being counted where nothing rotates.
+func (s *Source) noticeUnseen(sc *scanRun, live []found, prev time.Time) {
+	bases := map[string][]string{} // directory → base names of the files under paths
+	for _, m := range live {
+		d := filepath.Dir(m.path)
+		if !sc.rotated[d] {
+			continue
+		}
+		bases[d] = append(bases[d], filepath.Base(m.path))
+		sc.cands.addDir(d)
+	}
+	if len(bases) == 0 {
+		return
+	}
+	var ms []found
+	for _, m := range sc.cands.byKey {
+		if sc.claimed[m.key] || s.tracked(m.key) || s.unseenReported[m.key] || m.fi.Size() == 0 ||
+			inGlobs(s.cfg.Rotated, m.path) || inGlobs(s.cfg.Paths, m.path) {
+			continue
+		}
+		if t := m.fi.ModTime(); t.Before(prev.Add(-mtimeSlack)) || t.Before(s.history) {
+			continue
+		}
+		name := filepath.Base(m.path)
+		if !slices.ContainsFunc(bases[filepath.Dir(m.path)], func(b string) bool { return len(name) > len(b) && strings.HasPrefix(name, b) }) {
+			continue
+		}
+		ms = append(ms, m)
+	}
+	slices.SortFunc(ms, func(a, b found) int { return strings.Compare(a.path, b.path) })
+	for _, m := range ms {
+		if s.unseenReported == nil {
+			s.unseenReported = map[fileKey]bool{}
+		}
+		s.unseenReported[m.key] = true
+		sc.unread = append(sc.unread, unreadNote{path: m.path, n: m.fi.Size(), reason: reasonRotatedAway,
+			msg:  "source/file: bytes of a file were never read: rotation made it and moved it out of paths before weir saw it (rotated twice while weir was stopped, or between two scans), and no rotated glob names it; add one that does",
+			args: []any{"modified", m.fi.ModTime(), "rotated_glob", filepath.Join(filepath.Dir(m.path), name0(m.path))}})
+	}
+}
+
+// name0 suggests a rotated glob for a rotated file's name: its base name up
+// to the live file's extension and a star (app.log.1 → app.log.*).
+func name0(path string) string {
+	b := filepath.Base(path)
+	if i := strings.LastIndexAny(b, ".-_"); i > 0 {
+		return b[:i+1] + "*"
+	}
+	return b + "*"
+}
+
+// add starts reading f: as a partition, or, not named yet, as a file that
+// waits for its name (nameWaiting).
 func (s *Source) add(f *file) {
-	f.part = s.host.Assign(f.name, checkpoint.Position(f.reported))
 	s.mu.Lock()
-	s.files[f.part] = f
 	s.byKey[f.key] = f
 	s.order = append(s.order, f)
+	if f.name == "" {
+		s.waiting = append(s.waiting, f)
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	s.assign(f)
+}
+
+// assign gives a named file its partition.
+func (s *Source) assign(f *file) {
+	p := s.host.Assign(f.name, connector.Position(f.reported))
+	s.mu.Lock()
+	f.part = p
+	s.files[p] = f
 	s.mu.Unlock()
 }
 
@@ -718,7 +1094,7 @@ func (s *Source) letGoTail(ctx context.Context, start, prev time.Time) error {
 				continue
 			}
 			f.size, mtime = fi.Size(), fi.ModTime()
-			if f.lr.readPos() < f.size {
+			if f.name != "" && f.lr.readPos() < f.size {
 				continue // more to read
 			}
 		}
@@ -727,6 +1103,9 @@ func (s *Source) letGoTail(ctx context.Context, start, prev time.Time) error {
 				continue // may still be written
 			}
 			f.lr.final, f.idle, f.atEnd = true, false, false
+		}
+		if f.name == "" && f.fd != nil && f.size > 0 {
+			continue // finished now: it is named, and read, next
 		}
 		if f.lr.pending() {
 			continue // the last record is read next
@@ -762,9 +1141,11 @@ func (s *Source) letGo(ctx context.Context, fs []*file) (int, error) {
 	if len(fs) == 0 {
 		return 0, nil
 	}
-	parts := make([]checkpoint.Partition, len(fs))
-	for i, f := range fs {
-		parts[i] = f.part
+	parts := make([]connector.Partition, 0, len(fs))
+	for _, f := range fs {
+		if f.name != "" { // a file never named has no partition
+			parts = append(parts, f.part)
+		}
 	}
 	if err := s.host.Revoke(ctx, parts...); err != nil && ctx.Err() != nil {
 		return 0, ctx.Err() // shutting down: a restart finds them again
@@ -774,7 +1155,9 @@ func (s *Source) letGo(ctx context.Context, fs []*file) (int, error) {
 	var lost []unreadNote
 	s.mu.Lock()
 	for _, f := range fs {
-		delete(s.files, f.part)
+		if f.name != "" {
+			delete(s.files, f.part)
+		}
 		if f.committed < f.reported && f.fd != nil {
 			again = append(again, f)
 			continue
@@ -810,7 +1193,7 @@ func (s *Source) letGo(ctx context.Context, fs []*file) (int, error) {
 		s.startAt(f, f.committed)
 		f.idle, f.atEnd = false, false
 		s.mu.Unlock()
-		p := s.host.Assign(f.name, checkpoint.Position(f.committed))
+		p := s.host.Assign(f.name, connector.Position(f.committed))
 		s.mu.Lock()
 		f.part = p
 		s.files[p] = f

@@ -20,12 +20,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/internal/statestore"
 	"github.com/weir-etl/weir/record"
@@ -45,6 +43,9 @@ const (
 	reasonTooLong   = "too_long"   // a record longer than max_line_bytes, on_invalid: skip
 	reasonBadRecord = "bad_record" // a CSV record that does not parse, on_invalid: skip
 	reasonGone      = "files_gone" // bytes of a file that was gone before they were read
+	// reasonRotatedAway: bytes of a file rotation moved where weir does not
+	// read (outside paths and rotated) before they were read.
+	reasonRotatedAway = "rotated_away"
 )
 
 // LineError is returned by Poll for a record that cannot be read (longer than
@@ -76,21 +77,28 @@ type Source struct {
 	// and Seek. It is never held while calling the Host, whose Revoke may
 	// wait on Commit.
 	mu    sync.Mutex
-	files map[checkpoint.Partition]*file
+	files map[connector.Partition]*file
 	byKey map[fileKey]*file
 	order []*file // polling order; changed by the polling goroutine only
 	next  int
+	// waiting are the files not named yet (see nameWaiting); polling
+	// goroutine only.
+	waiting []*file
 	// scanned is the start of the last scan that completed: every file that
 	// existed under paths then is in the state store. It is stored with every
 	// change of the store (see scannedKey).
 	scanned time.Time
 
 	// Used by the polling goroutine only.
-	lastScan     time.Time // start of the last scan, for poll_interval
-	history      time.Time // on a first start, its time: rotated files older are not read
-	storeFailing time.Time // when scans began to fail to write the state store
-	storeWarned  time.Time // when that was last logged
-	fields       []string  // CSV scratch
+	lastScan     time.Time       // start of the last scan, for poll_interval
+	history      time.Time       // on a first start, its time: rotated files older are not read
+	storeFailing time.Time       // when scans began to fail to write the state store
+	storeWarned  time.Time       // when that was last logged
+	oddWarned    map[string]bool // paths matched that are not regular files, reported
+	// unseenReported are the rotated files outside rotated reported by
+	// noticeUnseen.
+	unseenReported map[fileKey]bool
+	fields         []string // CSV scratch
 	// owed says that a batch was returned without claiming the source
 	// caught up since the last one that did; last is the file of the last
 	// batch returned. See caughtUp.
@@ -100,7 +108,10 @@ type Source struct {
 
 type file struct {
 	key      fileKey
-	name     string // partition name
+	name     string   // partition name; "" until named (see identity.go), when it has no partition yet
+	btime    int64    // birth time (ns), 0 if the filesystem has none
+	hash     string   // of the identity prefix, once named
+	prior    []string // prefix hashes of earlier incarnations
 	gen      uint64
 	path     string
 	fd       *os.File // nil for a truncated file's old incarnation, whose bytes are gone
@@ -108,7 +119,7 @@ type file struct {
 	fp       []byte
 	meta     []record.Meta // shared by the file's records; never appended to
 	lr       lineReader
-	part     checkpoint.Partition
+	part     connector.Partition
 	header   []string // CSV field names
 	reported int64    // End of the last batch returned
 
@@ -130,7 +141,7 @@ func New(name string, cfg *Config) (*Source, error) {
 	return &Source{
 		name:  name,
 		cfg:   *cfg,
-		files: map[checkpoint.Partition]*file{},
+		files: map[connector.Partition]*file{},
 		byKey: map[fileKey]*file{},
 	}, nil
 }
@@ -145,6 +156,11 @@ func StatePath(dataDir, name string) string {
 	}, name)
 	return filepath.Join(dataDir, "file-source-"+safe+".db")
 }
+
+// StateFiles implements statestore.Keeper: `weir run --reset-state` moves
+// the source's state file aside, and the source then starts as on a first
+// start.
+func (s *Source) StateFiles() []string { return []string{StatePath(s.cfg.DataDir, s.name)} }
 
 // Open loads the committed positions and assigns every matched file at its
 // committed position, or at 0 for a file never seen or no longer the same.
@@ -163,7 +179,7 @@ func (s *Source) Open(ctx context.Context, h connector.Host) error {
 			return err
 		}
 	}
-	st, err := statestore.Open(StatePath(s.cfg.DataDir, s.name), s.log)
+	st, err := statestore.Open(StatePath(s.cfg.DataDir, s.name), statestore.Options{Log: s.log, Source: s.name})
 	if err != nil {
 		return fmt.Errorf("source/file: %w", err)
 	}
@@ -176,21 +192,46 @@ func (s *Source) Open(ctx context.Context, h connector.Host) error {
 	return s.scan(ctx, saved)
 }
 
-// checkMatches reports each path that matches no regular file.
+// checkMatches reports each path that matches no regular file, saying what
+// it does match when that is not a regular file (a directory, a pipe).
 func (s *Source) checkMatches() error {
 	var errs []error
 	for i, p := range s.cfg.Paths {
 		m, _ := filepath.Glob(p) // patterns were checked by Validate
-		if !slices.ContainsFunc(m, func(p string) bool {
-			fi, err := os.Stat(p)
-			return err == nil && fi.Mode().IsRegular()
-		}) {
-			errs = append(errs, connector.Fieldf(fmt.Sprintf("paths[%d]", i),
+		var odd []string
+		regular := false
+		for _, q := range m {
+			fi, err := os.Stat(q)
+			switch {
+			case err == nil && fi.Mode().IsRegular():
+				regular = true
+			case err == nil:
+				odd = append(odd, fmt.Sprintf("%s is %s", q, fileKind(fi.Mode())))
+			default:
+				if lfi, lerr := os.Lstat(q); lerr == nil && lfi.Mode()&os.ModeSymlink != 0 {
+					odd = append(odd, q+" is a symbolic link to nothing")
+				}
+			}
+		}
+		field := fmt.Sprintf("paths[%d]", i)
+		switch {
+		case regular:
+		case len(odd) > 0 && !hasMeta(p):
+			errs = append(errs, connector.Fieldf(field, "%s, not a regular file: weir reads regular files only (a position in a pipe or a device cannot be read again); name the files, e.g. %q",
+				odd[0], filepath.Join(p, "*.ndjson")))
+		case len(odd) > 0:
+			errs = append(errs, connector.Fieldf(field, "%q matches no regular file, only what weir does not read (%s), so mode once would read nothing: fix the pattern, or set allow_empty: true if an empty input is expected",
+				p, strings.Join(odd, "; ")))
+		default:
+			errs = append(errs, connector.Fieldf(field,
 				"%q matches no file, so mode once would read nothing: fix the path, or set allow_empty: true if an empty input is expected", p))
 		}
 	}
 	return errors.Join(errs...)
 }
+
+// hasMeta reports whether a path is a pattern rather than one name.
+func hasMeta(p string) bool { return strings.ContainsAny(p, `*?[\`) }
 
 // Poll returns the next batch of the next file with unread records. In mode
 // once it returns connector.ErrEndOfInput when every file is read to its end
@@ -207,6 +248,7 @@ func (s *Source) Poll(ctx context.Context, b *connector.Batch) error {
 				return err
 			}
 		}
+		s.nameWaiting()
 		got, err := s.readSome(b)
 		if err != nil || got {
 			return err
@@ -242,7 +284,7 @@ func (s *Source) readSome(b *connector.Batch) (bool, error) {
 	n := len(s.order)
 	for i := range n {
 		f := s.order[(s.next+i)%n]
-		if f.paused {
+		if f.paused || f.name == "" {
 			continue
 		}
 		b.Reset()
@@ -326,7 +368,7 @@ loop:
 	}
 	f.idle = false
 	b.Partition = f.part
-	b.End = checkpoint.Position(end)
+	b.End = connector.Position(end)
 	f.reported = end
 	return true, nil
 }
@@ -411,11 +453,11 @@ func (s *Source) look(f *file) {
 }
 
 func (f *file) entry(pos int64) entry {
-	return entry{Name: f.name, Gen: f.gen, Path: f.path, FPLen: f.fpLen, FP: f.fp, Pos: pos, Size: max(f.size, pos)}
+	return entry{Name: f.name, Gen: f.gen, Path: f.path, FPLen: f.fpLen, FP: f.fp, Pos: pos, Size: max(f.size, pos), Hash: f.hash, Prior: f.prior}
 }
 
 // Seek makes p's next batch start at pos.
-func (s *Source) Seek(ctx context.Context, p checkpoint.Partition, pos checkpoint.Position) error {
+func (s *Source) Seek(ctx context.Context, p connector.Partition, pos connector.Position) error {
 	s.mu.Lock()
 	f := s.files[p]
 	if f == nil {
@@ -440,7 +482,7 @@ func (s *Source) Seek(ctx context.Context, p checkpoint.Partition, pos checkpoin
 		if !f.lr.rewind(int64(pos)) {
 			lost = f.lr.readPos() - int64(pos)
 			f.lr.reset(f.lr.readPos())
-			pos = checkpoint.Position(f.lr.readPos())
+			pos = connector.Position(f.lr.readPos())
 		}
 	default:
 		f.lr.reset(int64(pos))

@@ -6,3 +6,7 @@ package file
 // only a build with the unsafe_rotate tag compiles, for the deliberately
 // broken source the crash test must catch.
 const unsafeIgnoreRotated = false
+
+// unsafeForgetMoved reports that the broken variant forgot the moved file k:
+// never, in a normal build.
+func unsafeForgetMoved(*scanRun, fileKey, entry) bool { return false }

@@ -13,3 +13,13 @@ import "os"
 // checker reports the lines lost, so that the test is known to be able to
 // fail. No normal build contains it.
 var unsafeIgnoreRotated = os.Getenv("WEIR_UNSAFE_ROTATE") == "1"
+
+// unsafeForgetMoved forgets the moved file k instead of looking for it where
+// rotation put it, when the variant is on: deliberately wrong.
+func unsafeForgetMoved(sc *scanRun, k fileKey, e entry) bool {
+	if !unsafeIgnoreRotated {
+		return false
+	}
+	sc.change.forget = append(sc.change.forget, keyed{k: k, e: e})
+	return true
+}

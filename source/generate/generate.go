@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/record"
 )
@@ -76,21 +75,21 @@ func (c *Config) Validate() error {
 // concurrent use.
 type Offsets struct {
 	mu sync.Mutex
-	m  map[string]checkpoint.Position
+	m  map[string]connector.Position
 }
 
 // Get returns the committed position of partition name (0 if none).
-func (o *Offsets) Get(name string) checkpoint.Position {
+func (o *Offsets) Get(name string) connector.Position {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.m[name]
 }
 
-func (o *Offsets) set(name string, p checkpoint.Position) {
+func (o *Offsets) set(name string, p connector.Position) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.m == nil {
-		o.m = map[string]checkpoint.Position{}
+		o.m = map[string]connector.Position{}
 	}
 	o.m[name] = p
 }
@@ -110,7 +109,7 @@ type Source struct {
 	cfg  Config
 	tmpl []segment
 
-	parts []part // by checkpoint.Partition; written by Poll and Seek
+	parts []part // by connector.Partition; written by Poll and Seek
 	mu    sync.Mutex
 	next  int // partition to poll next
 	start time.Time
@@ -243,8 +242,8 @@ func (s *Source) Poll(ctx context.Context, b *connector.Batch) error {
 	}
 	p.seq += n
 	s.made += n
-	b.Partition = checkpoint.Partition(pi)
-	b.End = checkpoint.Position(p.seq)
+	b.Partition = connector.Partition(pi)
+	b.End = connector.Position(p.seq)
 	return nil
 }
 
@@ -286,7 +285,7 @@ func (s *Source) Commit(ctx context.Context, cs []connector.Commit) error {
 }
 
 // Seek makes partition p generate from sequence pos again.
-func (s *Source) Seek(ctx context.Context, p checkpoint.Partition, pos checkpoint.Position) error {
+func (s *Source) Seek(ctx context.Context, p connector.Partition, pos connector.Position) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if int(p) >= len(s.parts) {

@@ -7,13 +7,14 @@ import (
 
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/connector/conformance"
+	"github.com/weir-etl/weir/pipeline/pipelinetest"
 	"github.com/weir-etl/weir/source/generate"
 )
 
 func TestConformance(t *testing.T) {
 	for _, parts := range []int{1, 3} {
 		offsets := new(generate.Offsets)
-		conformance.TestSource(t, conformance.SourceHarness{New: func(t *testing.T) connector.Source {
+		conformance.TestSource(t, conformance.SourceHarness{Runtime: pipelinetest.Runtime{}, New: func(t *testing.T) connector.Source {
 			s, err := generate.New("gen", generate.Config{Count: 0, Partitions: parts, BatchSize: 7, Template: `{"n":{{id}},"s":{{seq}},"fixed":"x"}`, Offsets: offsets})
 			if err != nil {
 				t.Fatal(err)

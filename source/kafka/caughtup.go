@@ -25,6 +25,8 @@ package kafka
 // honours one claim per max_age, that partition's first group may then wait
 // for max_age.
 
+import "github.com/weir-etl/weir/connector"
+
 // noteFetched records where a partition stands after a fetch that returned
 // records up to last: behind its high watermark hw, or caught up with it.
 func (s *Source) noteFetched(t tp, last, hw int64) {
@@ -48,4 +50,31 @@ func (s *Source) isCaughtUp() bool {
 		s.mu.Unlock()
 	}
 	return len(s.behind) == 0 && s.cl.BufferedFetchRecords() == 0
+}
+
+// noteEnd keeps t's high-water mark from its last fetch: where the next
+// record appended to the partition will be, its end for Ends.
+func (s *Source) noteEnd(t tp, hw int64) {
+	s.endsMu.Lock()
+	if s.ends == nil {
+		s.ends = map[string]connector.Position{}
+	}
+	s.ends[t.name()] = connector.Position(hw)
+	s.endsMu.Unlock()
+}
+
+// Ends implements connector.LagReporter: by partition name, the high-water
+// mark of the partition's last fetch, as a copy. The lag the runtime derives
+// (the high-water mark minus the committed offset) is the records of the
+// partition not yet delivered, as of that fetch; a partition caught up and
+// idle keeps the mark of its last fetch that returned it. Partitions this
+// member no longer owns may still be named: the runtime ignores them.
+func (s *Source) Ends() map[string]connector.Position {
+	s.endsMu.Lock()
+	defer s.endsMu.Unlock()
+	out := make(map[string]connector.Position, len(s.ends))
+	for name, end := range s.ends {
+		out[name] = end
+	}
+	return out
 }

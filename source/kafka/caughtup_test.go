@@ -11,7 +11,7 @@ import (
 
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/connector/conformance"
-	"github.com/weir-etl/weir/internal/kafkatest"
+	"github.com/weir-etl/weir/internal/testkit/kafkatest"
 	"github.com/weir-etl/weir/pipeline"
 	"github.com/weir-etl/weir/source/kafka"
 )

@@ -10,7 +10,8 @@ import (
 
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/connector/conformance"
-	"github.com/weir-etl/weir/internal/kafkatest"
+	"github.com/weir-etl/weir/internal/testkit/kafkatest"
+	"github.com/weir-etl/weir/pipeline/pipelinetest"
 	"github.com/weir-etl/weir/source/kafka"
 )
 
@@ -30,7 +31,7 @@ func TestConformance(t *testing.T) {
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatalf("producing: %v", err)
 	}
-	conformance.TestSource(t, conformance.SourceHarness{
+	conformance.TestSource(t, conformance.SourceHarness{Runtime: pipelinetest.Runtime{},
 		New: func(t *testing.T) connector.Source {
 			cfg := kafka.NewConfig()
 			cfg.Brokers = c.ListenAddrs()

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/weir-etl/weir/internal/kafkatest"
+	"github.com/weir-etl/weir/internal/testkit/kafkatest"
 )
 
 // Against a real broker: a member consumes part of a multi-partition topic and

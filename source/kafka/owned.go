@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/weir-etl/weir/checkpoint"
+	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/record"
 )
 
@@ -17,11 +17,11 @@ func (t tp) name() string { return t.topic + "/" + strconv.Itoa(int(t.part)) }
 
 // hostID is the runtime's id of a partition, known once the partition's first
 // batch was handed out (Host.Assign returns it). The runtime numbers
-// partitions from 0, so no checkpoint.Partition value can stand for "not
+// partitions from 0, so no connector.Partition value can stand for "not
 // handed out yet": the zero id is the runtime's first real partition. A
 // partition that was never handed out has the zero hostID, whose ok is false.
 type hostID struct {
-	p  checkpoint.Partition
+	p  connector.Partition
 	ok bool
 }
 
@@ -57,15 +57,15 @@ type partState struct {
 // entry of the partition the runtime numbered 0.
 type owned struct {
 	byTP map[tp]*partState
-	byID map[checkpoint.Partition]*partState
+	byID map[connector.Partition]*partState
 	// seen holds every partition ever handed out, by id, for error
 	// messages: the runtime keeps a partition's id for the whole run, so a
 	// commit or seek of a partition this member gave up can name it.
-	seen map[checkpoint.Partition]tp
+	seen map[connector.Partition]tp
 }
 
 func newOwned() owned {
-	return owned{byTP: map[tp]*partState{}, byID: map[checkpoint.Partition]*partState{}, seen: map[checkpoint.Partition]tp{}}
+	return owned{byTP: map[tp]*partState{}, byID: map[connector.Partition]*partState{}, seen: map[connector.Partition]tp{}}
 }
 
 // assign records a new assignment of t starting at start (-1: the first
@@ -81,7 +81,7 @@ func (o *owned) assign(t tp, start int64) *partState {
 
 // handOut records that st's first batch was handed out under the runtime's
 // id p.
-func (o *owned) handOut(st *partState, p checkpoint.Partition) {
+func (o *owned) handOut(st *partState, p connector.Partition) {
 	if o.byTP[st.t] != st {
 		panic(fmt.Sprintf("kafka: handing out %s, which is not a current assignment", st.name))
 	}
@@ -107,7 +107,7 @@ func (o *owned) takeBack() {
 func (o *owned) get(t tp) *partState { return o.byTP[t] }
 
 // byHost returns the handed-out partition the runtime calls p, or nil.
-func (o *owned) byHost(p checkpoint.Partition) *partState { return o.byID[p] }
+func (o *owned) byHost(p connector.Partition) *partState { return o.byID[p] }
 
 // drop forgets the current assignment of t and returns it (nil if t is not
 // held).
@@ -131,7 +131,7 @@ func (o *owned) dropIf(st *partState) {
 }
 
 // describe names the runtime's partition p for an error.
-func (o *owned) describe(p checkpoint.Partition) string {
+func (o *owned) describe(p connector.Partition) string {
 	if t, ok := o.seen[p]; ok {
 		return fmt.Sprintf("%s (partition %d)", t.name(), p)
 	}

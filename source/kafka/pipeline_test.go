@@ -27,7 +27,7 @@ import (
 
 	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector/conformance"
-	"github.com/weir-etl/weir/internal/kafkatest"
+	"github.com/weir-etl/weir/internal/testkit/kafkatest"
 	"github.com/weir-etl/weir/pipeline"
 	"github.com/weir-etl/weir/record"
 	"github.com/weir-etl/weir/source/kafka"

@@ -7,7 +7,7 @@ import (
 func init() {
 	connector.RegisterSource(connector.SourceDef[Config]{
 		Name:   "kafka",
-		Doc:    "consume Kafka topics as a consumer group, committing only contiguous delivered offsets",
+		Doc:    "consumes Kafka topics as a consumer group, committing only contiguous delivered offsets",
 		Config: NewConfig,
 		Build:  func(name string, c *Config) (connector.Source, error) { return New(name, c) },
 	})

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weir-etl/weir/internal/kafkatest"
+	"github.com/weir-etl/weir/internal/testkit/kafkatest"
 	"github.com/weir-etl/weir/pipeline"
 )
 

@@ -69,7 +69,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/internal/kafkaclient"
 	"github.com/weir-etl/weir/record"
@@ -126,6 +125,12 @@ type Source struct {
 	// (connector.Batch.CaughtUp). See caughtup.go.
 	behind   map[tp]struct{}
 	caughtUp bool
+
+	// ends holds, by partition name, the high-water mark of the partition's
+	// last fetch, for Ends (connector.LagReporter): written once per
+	// partition per fetch, never per record.
+	endsMu sync.Mutex
+	ends   map[string]connector.Position
 }
 
 // New returns a source for cfg, which must be valid.
@@ -262,7 +267,7 @@ func (s *Source) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 		// The runtime commits before Close; the Host is no longer polled.
 		return
 	}
-	var ids []checkpoint.Partition
+	var ids []connector.Partition
 	var states []*partState
 	s.mu.Lock()
 	for topic, ps := range revoked {
@@ -307,7 +312,7 @@ func (s *Source) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int3
 	if s.closed.Load() {
 		return
 	}
-	var ids []checkpoint.Partition
+	var ids []connector.Partition
 	s.mu.Lock()
 	for topic, ps := range lost {
 		for _, p := range ps {
@@ -412,6 +417,9 @@ func (s *Source) buffer(ctx context.Context, fetches kgo.Fetches) error {
 		}
 	})
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		if fp.Err == nil && fp.HighWatermark >= 0 {
+			s.noteEnd(tp{fp.Topic, fp.Partition}, fp.HighWatermark)
+		}
 		if n := len(fp.Records); n > 0 {
 			t := tp{fp.Topic, fp.Partition}
 			s.queue = append(s.queue, fetched{t, fp.Records})
@@ -497,7 +505,7 @@ func (s *Source) pop(b *connector.Batch) bool {
 				start = recs[0].Offset
 			}
 			s.hostMu.RLock()
-			id := s.host.Assign(st.name, checkpoint.Position(start))
+			id := s.host.Assign(st.name, connector.Position(start))
 			s.hostMu.RUnlock()
 			s.mu.Lock()
 			st.committed = start
@@ -516,7 +524,7 @@ func (s *Source) pop(b *connector.Batch) bool {
 func (s *Source) fill(b *connector.Batch, st *partState, recs []*kgo.Record) {
 	b.Reset()
 	b.Partition = st.id.p
-	b.End = checkpoint.Position(recs[len(recs)-1].Offset + 1)
+	b.End = connector.Position(recs[len(recs)-1].Offset + 1)
 	// The record keeps the fetched key, value and header bytes rather than
 	// copies: the client allocates them per fetch and never reuses them (no
 	// decompression or record pools are configured), and nothing downstream
@@ -654,7 +662,7 @@ func (s *Source) send(ctx context.Context, plan commitPlan) []error {
 // Seek makes the next batches of p start at pos. It takes effect in Poll
 // (the client wants offsets set from the polling goroutine): buffered records
 // of p are dropped, and a Poll waiting for data is woken to apply it.
-func (s *Source) Seek(_ context.Context, p checkpoint.Partition, pos checkpoint.Position) error {
+func (s *Source) Seek(_ context.Context, p connector.Partition, pos connector.Position) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
@@ -758,3 +766,4 @@ func (s *Source) Close(ctx context.Context) error {
 }
 
 var _ connector.Detacher = (*Source)(nil)
+var _ connector.LagReporter = (*Source)(nil)

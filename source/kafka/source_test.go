@@ -15,7 +15,7 @@ import (
 
 	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
-	"github.com/weir-etl/weir/internal/kafkatest"
+	"github.com/weir-etl/weir/internal/testkit/kafkatest"
 	"github.com/weir-etl/weir/source/kafka"
 )
 

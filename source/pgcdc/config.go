@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/internal/reach"
 )
 
 // Config is the source's configuration, the options under a
@@ -25,6 +26,7 @@ type Config struct {
 	SnapshotChunkRows int      `yaml:"snapshot_chunk_rows" doc:"Rows the snapshot reads per query, in key order; each chunk is one batch with its own position."`
 	DataDir           string   `yaml:"data_dir" doc:"Where the snapshot's progress is kept, so that a stopped snapshot resumes. Required unless snapshot is never."`
 	MaxBatchRecords   int      `yaml:"max_batch_records" doc:"The most changes in one batch. Batches hold whole transactions; a transaction larger than this is split (see docs/postgres-cdc.md)."`
+	MaxBatchBytes     int64    `yaml:"max_batch_bytes" doc:"The most bytes of records in one batch, of changes or of a snapshot chunk (it is cut after the record that reaches it); at most an eighth of the source's max_in_flight_bytes is used, so that the source's own buffers stay within a quarter of it. A transaction larger than this is split like one of too many changes."`
 	// StatusInterval bounds the time between two standby status updates.
 	StatusInterval      time.Duration `yaml:"status_interval" doc:"The longest time between two status updates to the server, which carry the committed position; keep it below the server's wal_sender_timeout."`
 	HeartbeatInterval   time.Duration `yaml:"heartbeat_interval" doc:"How often a heartbeat (pg_logical_emit_message) is written so that the slot advances while the captured tables are idle; 0 turns it off."`
@@ -33,12 +35,15 @@ type Config struct {
 	ReconnectBackoff    time.Duration `yaml:"reconnect_backoff" doc:"The first wait before reconnecting after the connection is lost; it doubles up to reconnect_backoff_max."`
 	ReconnectBackoffMax time.Duration `yaml:"reconnect_backoff_max" doc:"The longest wait between two reconnection attempts."`
 	DropSlotOnClose     bool          `yaml:"drop_slot_on_close" doc:"Drop the slot when the pipeline stops gracefully (for throw-away pipelines: the next start snapshots again)."`
+	// ConnectTimeout bounds the wait at start (see package reach).
+	ConnectTimeout time.Duration `yaml:"connect_timeout" doc:"How long the source waits at start for the server to answer and for the slot to be free (another consumer holding it is named, with its process id and application_name), retrying with backoff and logging each failure, before it fails (exit code 3). Bad credentials, a missing database, slot or publication fail at once."`
 }
 
 // Defaults.
 const (
 	DefaultSnapshotChunkRows  = 10000
 	DefaultMaxBatchRecords    = 2000
+	DefaultMaxBatchBytes      = 4 << 20
 	DefaultStatusInterval     = 10 * time.Second
 	DefaultHeartbeatInterval  = 30 * time.Second
 	DefaultWALCheckInterval   = time.Minute
@@ -51,12 +56,14 @@ func NewConfig() *Config {
 		Snapshot:            "initial",
 		SnapshotChunkRows:   DefaultSnapshotChunkRows,
 		MaxBatchRecords:     DefaultMaxBatchRecords,
+		MaxBatchBytes:       DefaultMaxBatchBytes,
 		StatusInterval:      DefaultStatusInterval,
 		HeartbeatInterval:   DefaultHeartbeatInterval,
 		WALCheckInterval:    DefaultWALCheckInterval,
 		RetainedWALWarning:  DefaultRetainedWALWarning,
 		ReconnectBackoff:    200 * time.Millisecond,
 		ReconnectBackoffMax: 30 * time.Second,
+		ConnectTimeout:      reach.DefaultTimeout,
 	}
 }
 
@@ -130,6 +137,9 @@ func (c *Config) Validate() error {
 	if c.MaxBatchRecords < 1 {
 		add("max_batch_records", "is %d: it must be at least 1, e.g. %d", c.MaxBatchRecords, DefaultMaxBatchRecords)
 	}
+	if c.MaxBatchBytes < 1<<10 {
+		add("max_batch_bytes", "is %d: it must be at least 1KiB, e.g. 4MiB", c.MaxBatchBytes)
+	}
 	if c.StatusInterval < 10*time.Millisecond {
 		add("status_interval", "%v is too short: use at least 10ms, e.g. 10s", c.StatusInterval)
 	}
@@ -144,6 +154,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ReconnectBackoff < time.Millisecond {
 		add("reconnect_backoff", "%v is too short: use at least 1ms, e.g. 200ms", c.ReconnectBackoff)
+	}
+	if c.ConnectTimeout < time.Second {
+		add("connect_timeout", "%v is too short: use at least 1s (the default is %v)", c.ConnectTimeout, reach.DefaultTimeout)
 	}
 	if c.ReconnectBackoffMax < c.ReconnectBackoff {
 		add("reconnect_backoff_max", "%v is below reconnect_backoff (%v): raise it, e.g. 30s", c.ReconnectBackoffMax, c.ReconnectBackoff)

@@ -10,8 +10,9 @@ import (
 	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/connector/conformance"
+	"github.com/weir-etl/weir/internal/testkit/pgcdctest"
+	"github.com/weir-etl/weir/pipeline/pipelinetest"
 	"github.com/weir-etl/weir/source/pgcdc"
-	"github.com/weir-etl/weir/source/pgcdc/pgcdctest"
 )
 
 // The shared source suite over the slot's partition: 20000 one-row
@@ -26,7 +27,7 @@ func TestConformanceStream(t *testing.T) {
 	db.Exec(`SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, db.Name)
 	db.Exec(`SET synchronous_commit = off`)
 	db.Exec(`DO $$ BEGIN FOR i IN 1..20000 LOOP INSERT INTO conf VALUES (i, 'v'); COMMIT; END LOOP; END $$`)
-	conformance.TestSource(t, conformance.SourceHarness{
+	conformance.TestSource(t, conformance.SourceHarness{Runtime: pipelinetest.Runtime{},
 		New: func(t *testing.T) connector.Source {
 			cfg := config(t, db)
 			cfg.Snapshot = "never"
@@ -50,7 +51,7 @@ func TestConformanceSnapshot(t *testing.T) {
 	db.Exec(`CREATE TABLE conf (id int8 PRIMARY KEY, v text)`)
 	db.Exec(`INSERT INTO conf SELECT g, 'v' || g FROM generate_series(1, 20000) g`)
 	dir := t.TempDir()
-	conformance.TestSource(t, conformance.SourceHarness{
+	conformance.TestSource(t, conformance.SourceHarness{Runtime: pipelinetest.Runtime{},
 		New: func(t *testing.T) connector.Source {
 			cfg := config(t, db, "conf")
 			cfg.DataDir = dir

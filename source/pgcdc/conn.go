@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+
+	"github.com/weir-etl/weir/internal/reach"
 )
 
 // sessionParams are set on every connection, the replication one included
@@ -30,7 +34,7 @@ func (c *Config) prepare(cc *pgconn.Config, replication bool) error {
 	if c.PasswordEnv != "" {
 		pw, ok := os.LookupEnv(c.PasswordEnv)
 		if !ok || pw == "" {
-			return fmt.Errorf("pgcdc: password_env names %s, which is not set: export the password in it", c.PasswordEnv)
+			return &setupError{fmt.Errorf("pgcdc: password_env names %s, which is not set: export the password in it", c.PasswordEnv)}
 		}
 		cc.Password = pw
 	}
@@ -49,11 +53,33 @@ func (c *Config) prepare(cc *pgconn.Config, replication bool) error {
 	return nil
 }
 
+// setupError is a connection's failure before it reaches the network (a
+// bad URL, a password variable not set): waiting does not fix it.
+type setupError struct{ err error }
+
+func (e *setupError) Error() string { return e.err.Error() }
+func (e *setupError) Unwrap() error { return e.err }
+
+// unfixable reports a connection failure no wait can fix (reach.Target.Fatal).
+func unfixable(err error) bool {
+	var se *setupError
+	return errors.As(err, &se) || reach.PgUnfixable(err)
+}
+
+// peer names the server for messages: host:port and database.
+func (c *Config) peer() string {
+	pc, err := pgconn.ParseConfig(c.URL)
+	if err != nil {
+		return "PostgreSQL (url does not parse)"
+	}
+	return fmt.Sprintf("PostgreSQL at %s (database %s)", net.JoinHostPort(pc.Host, strconv.Itoa(int(pc.Port))), pc.Database)
+}
+
 // connectSQL opens an ordinary connection.
 func (c *Config) connectSQL(ctx context.Context) (*pgx.Conn, error) {
 	cfg, err := pgx.ParseConfig(c.URL)
 	if err != nil {
-		return nil, fmt.Errorf("pgcdc: url: %w", err)
+		return nil, &setupError{fmt.Errorf("pgcdc: url: %w", err)}
 	}
 	if err := c.prepare(&cfg.Config, false); err != nil {
 		return nil, err
@@ -69,7 +95,7 @@ func (c *Config) connectSQL(ctx context.Context) (*pgx.Conn, error) {
 func (c *Config) connectReplication(ctx context.Context) (*pgconn.PgConn, error) {
 	pc, err := pgconn.ParseConfig(c.URL)
 	if err != nil {
-		return nil, fmt.Errorf("pgcdc: url: %w", err)
+		return nil, &setupError{fmt.Errorf("pgcdc: url: %w", err)}
 	}
 	if err := c.prepare(pc, true); err != nil {
 		return nil, err

@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/internal/testkit/pgcdctest"
 	"github.com/weir-etl/weir/pipeline"
 	"github.com/weir-etl/weir/record"
 	"github.com/weir-etl/weir/source/pgcdc"
-	"github.com/weir-etl/weir/source/pgcdc/pgcdctest"
 )
 
 // config returns a source configuration for db with short intervals.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // checkServer reads the server's version and refuses what the source cannot
@@ -65,10 +66,20 @@ func (s *Source) setupPublication(ctx context.Context) ([]string, error) {
 			ids[i] = pgx.Identifier{schema, table}.Sanitize()
 		}
 		sql := "CREATE PUBLICATION " + pgx.Identifier{s.cfg.Publication}.Sanitize() + " FOR TABLE " + strings.Join(ids, ", ")
-		if _, err := s.meta.Exec(ctx, sql); err != nil {
+		var pe *pgconn.PgError
+		switch _, err := s.meta.Exec(ctx, sql); {
+		case errors.As(err, &pe) && (pe.Code == "42710" || pe.Code == "23505"):
+			// Another pipeline created it at the same moment (the check
+			// and the creation are not atomic; the loser fails with
+			// duplicate_object, or on pg_publication's unique index):
+			// what it publishes is checked below like any existing
+			// publication's.
+			s.log.Info("pgcdc: another session created the publication at the same moment", "publication", s.cfg.Publication)
+		case err != nil:
 			return nil, fmt.Errorf("pgcdc: creating publication %s: %w", s.cfg.Publication, err)
+		default:
+			s.log.Info("pgcdc: created publication", "publication", s.cfg.Publication, "tables", want)
 		}
-		s.log.Info("pgcdc: created publication", "publication", s.cfg.Publication, "tables", want)
 	}
 	rows, err := s.meta.Query(ctx, `SELECT schemaname || '.' || tablename FROM pg_catalog.pg_publication_tables WHERE pubname = $1 ORDER BY 1`, s.cfg.Publication)
 	if err != nil {

@@ -31,6 +31,10 @@ type snapTable struct {
 	lastKey []string // key text of the row before next; nil at the start
 	read    bool     // read to its end
 	cursor  bool     // keyless: the cursor is declared
+	// limit is how many rows the next chunk asks for: a first small
+	// chunk measures the rows, then as many as fit max_batch_bytes, at
+	// most snapshot_chunk_rows.
+	limit int
 
 	// Shared with Commit, under Source.mu.
 	keys      map[int64][]string // batch End → key text of the row before it, for ends not yet committed
@@ -48,11 +52,13 @@ type snapshot struct {
 	exact   bool
 	started time.Time
 	chunk   int
-	tables  []*snapTable
-	enc     encoder
-	fields  []field
-	keyBuf  [][]byte
-	source  string
+	// maxBytes bounds a chunk's records (the source's batchBytes).
+	maxBytes int
+	tables   []*snapTable
+	enc      encoder
+	fields   []field
+	keyBuf   [][]byte
+	source   string
 }
 
 // begin opens the snapshot's transaction, importing name when it is not
@@ -157,8 +163,30 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
-// query returns the next chunk's query and parameters.
-func (sn *snapshot) query(t *snapTable) (string, [][]byte) {
+// probeRows is the size of a table's first chunk, which measures its rows
+// before a chunk of many is asked for.
+const probeRows = 16
+
+// nextLimit is how many rows t's next chunk asks for.
+func (sn *snapshot) nextLimit(t *snapTable) int {
+	if t.limit == 0 {
+		return min(sn.chunk, probeRows)
+	}
+	return t.limit
+}
+
+// measured sets t's next limit from a chunk of n rows and size bytes: as
+// many rows of that average size as fit maxBytes, at least one and at most
+// snapshot_chunk_rows.
+func (sn *snapshot) measured(t *snapTable, n, size int) {
+	if n == 0 || size == 0 {
+		return
+	}
+	t.limit = min(max(sn.maxBytes/max(size/n, 1), 1), sn.chunk)
+}
+
+// query returns the next chunk's query and parameters, for limit rows.
+func (sn *snapshot) query(t *snapTable, limit int) (string, [][]byte) {
 	var q strings.Builder
 	q.WriteString(t.sel)
 	var params [][]byte
@@ -192,14 +220,25 @@ func (sn *snapshot) query(t *snapTable) (string, [][]byte) {
 		}
 		q.WriteString(pgx.Identifier{t.rel.cols[i].name}.Sanitize())
 	}
-	q.WriteString(" LIMIT " + strconv.Itoa(sn.chunk))
+	q.WriteString(" LIMIT " + strconv.Itoa(limit))
 	return q.String(), params
 }
 
 func cursorName(t *snapTable) string { return "weir_snapshot_" + strconv.Itoa(int(t.part)) }
 
-// chunk reads t's next chunk into b. It returns the number of rows read.
-func (sn *snapshot) readChunk(ctx context.Context, t *snapTable, b *connector.Batch) (int, error) {
+// readChunk reads t's next chunk into b. It returns the number of rows read,
+// and more when the table may hold more rows (the chunk was full, or cut).
+//
+// A chunk is bounded by bytes as well as rows, so that wide rows cannot
+// make a batch of snapshot_chunk_rows of them (1,500 rows of 1 MiB took
+// 1.58 GB before, issue 25): the number of rows asked for follows the size
+// of the rows read so far (measured), and a chunk of a table with a key is
+// cut after the row that reaches maxBytes, the next chunk starting after
+// that row's key (the rest of the result is read and dropped by the
+// client). A keyless table's chunk is never cut, since its cursor has moved
+// past the rows fetched; only the rows asked for follow the measure.
+func (sn *snapshot) readChunk(ctx context.Context, t *snapTable, b *connector.Batch) (int, bool, error) {
+	limit := sn.nextLimit(t)
 	pc := sn.conn.PgConn()
 	var rr interface {
 		NextRow() bool
@@ -211,26 +250,29 @@ func (sn *snapshot) readChunk(ctx context.Context, t *snapTable, b *connector.Ba
 			// A keyless table restarts from its first row (t.next is 0
 			// then, or a rewind's position, which MOVE skips to).
 			if _, err := pc.Exec(ctx, "DECLARE "+cursorName(t)+" NO SCROLL CURSOR FOR "+t.sel+"; MOVE FORWARD "+strconv.FormatInt(t.next, 10)+" FROM "+cursorName(t)).ReadAll(); err != nil {
-				return 0, fmt.Errorf("pgcdc: snapshot of %s: %w", t.qualified, err)
+				return 0, false, fmt.Errorf("pgcdc: snapshot of %s: %w", t.qualified, err)
 			}
 			t.cursor = true
 		}
-		res := pc.ExecParams(ctx, "FETCH FORWARD "+strconv.Itoa(sn.chunk)+" FROM "+cursorName(t), nil, nil, nil, nil)
+		res := pc.ExecParams(ctx, "FETCH FORWARD "+strconv.Itoa(limit)+" FROM "+cursorName(t), nil, nil, nil, nil)
 		rr, closeFn = res, func() error { _, err := res.Close(); return err }
 	} else {
-		q, params := sn.query(t)
+		q, params := sn.query(t, limit)
 		res := pc.ExecParams(ctx, q, params, nil, nil, nil)
 		rr, closeFn = res, func() error { _, err := res.Close(); return err }
 	}
-	n := 0
+	n, size, cut := 0, 0, false
 	for len(sn.keyBuf) < len(t.rel.key) {
 		sn.keyBuf = append(sn.keyBuf, nil)
 	}
 	for rr.NextRow() {
+		if cut {
+			continue // read and dropped: the next chunk starts after the last row kept
+		}
 		vals := rr.Values()
 		if len(vals) != len(t.rel.cols) {
 			_ = closeFn()
-			return 0, fmt.Errorf("pgcdc: snapshot of %s: %d columns, want %d", t.qualified, len(vals), len(t.rel.cols))
+			return 0, false, fmt.Errorf("pgcdc: snapshot of %s: %d columns, want %d", t.qualified, len(vals), len(t.rel.cols))
 		}
 		sn.fields = sn.fields[:0]
 		for _, v := range vals {
@@ -243,7 +285,7 @@ func (sn *snapshot) readChunk(ctx context.Context, t *snapTable, b *connector.Ba
 		value, key, err := sn.enc.row(t.rel, opRead, nil, nil, false, sn.fields)
 		if err != nil {
 			_ = closeFn()
-			return 0, err
+			return 0, false, err
 		}
 		r := record.New(value)
 		r.Key = key
@@ -252,17 +294,20 @@ func (sn *snapshot) readChunk(ctx context.Context, t *snapTable, b *connector.Ba
 		r.Origin = record.Origin{Source: sn.source, Partition: t.partName, Offset: t.next + int64(n)}
 		b.Records = append(b.Records, r)
 		n++
+		size += r.Size()
 		if !t.keyless {
 			// The key of the last row is where the next chunk starts; it
 			// is copied into reused buffers, since vals die with the row.
 			for j, i := range t.rel.key {
 				sn.keyBuf[j] = append(sn.keyBuf[j][:0], vals[i]...)
 			}
+			cut = size >= sn.maxBytes && n < limit
 		}
 	}
 	if err := closeFn(); err != nil {
-		return 0, fmt.Errorf("pgcdc: snapshot of %s: %w", t.qualified, err)
+		return 0, false, fmt.Errorf("pgcdc: snapshot of %s: %w", t.qualified, err)
 	}
+	sn.measured(t, n, size)
 	if n > 0 && !t.keyless {
 		last := make([]string, len(t.rel.key))
 		for j := range last {
@@ -270,5 +315,5 @@ func (sn *snapshot) readChunk(ctx context.Context, t *snapTable, b *connector.Ba
 		}
 		t.lastKey = last
 	}
-	return n, nil
+	return n, cut || n == limit, nil
 }

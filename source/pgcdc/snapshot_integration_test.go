@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weir-etl/weir/internal/testkit/pgcdctest"
 	"github.com/weir-etl/weir/source/pgcdc"
-	"github.com/weir-etl/weir/source/pgcdc/pgcdctest"
 )
 
 const typesTable = `

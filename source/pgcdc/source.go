@@ -11,9 +11,10 @@ import (
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/internal/reach"
 	"github.com/weir-etl/weir/internal/statestore"
 )
 
@@ -47,18 +48,42 @@ type Source struct {
 	phase    int
 	snap     *snapshot
 	snapPh   snapshotState
-	slotPart checkpoint.Partition
+	slotPart connector.Partition
 	stream   *stream
 	cancel   context.CancelFunc // ends the stream's goroutine
 
 	// mu guards the snapshot tables' shared fields (see snapTable) and
 	// byPart; snapSig (capacity 1) tells a waiting Poll that a commit came.
 	mu      sync.Mutex
-	byPart  map[checkpoint.Partition]*snapTable
+	byPart  map[connector.Partition]*snapTable
 	snapSig chan struct{}
 	// streamP is the stream once started, for Commit and Seek (accessed
 	// atomically).
 	streamP atomic.Pointer[stream]
+
+	// inFlightBytes is the runtime's in-flight limit (LimitReadAhead), 0
+	// until it is known.
+	inFlightBytes int64
+}
+
+// readAheadShare is the fraction of the in-flight byte limit a batch may
+// be: the stream holds at most two batches of its own (one collecting, one
+// waiting for Poll), so the source keeps at most a quarter of the limit
+// beside what the runtime holds.
+const readAheadShare = 8
+
+// LimitReadAhead implements connector.ReadAheadLimiter: batches are cut at
+// max_batch_bytes or at an eighth of the pipeline's in-flight byte limit,
+// whichever is smaller.
+func (s *Source) LimitReadAhead(inFlightBytes int64) { s.inFlightBytes = inFlightBytes }
+
+// batchBytes is the byte bound of a batch.
+func (s *Source) batchBytes() int {
+	b := s.cfg.MaxBatchBytes
+	if s.inFlightBytes > 0 {
+		b = min(b, max(s.inFlightBytes/readAheadShare, 1<<10))
+	}
+	return int(b)
 }
 
 // New returns a source for cfg, which must be valid.
@@ -66,10 +91,19 @@ func New(name string, cfg *Config) (*Source, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Source{name: name, cfg: *cfg, byPart: map[checkpoint.Partition]*snapTable{}, snapSig: make(chan struct{}, 1)}, nil
+	return &Source{name: name, cfg: *cfg, byPart: map[connector.Partition]*snapTable{}, snapSig: make(chan struct{}, 1)}, nil
 }
 
 func (s *Source) slotPartName() string { return "slot/" + s.cfg.Slot }
+
+// StateFiles implements statestore.Keeper: the snapshot's progress, unless
+// snapshot is never (which keeps none).
+func (s *Source) StateFiles() []string {
+	if s.cfg.Snapshot == "never" {
+		return nil
+	}
+	return []string{stateFile(s.cfg.DataDir, s.cfg.Slot)}
+}
 
 // Open connects, sets up the publication and the slot, decides whether a
 // snapshot is read (see the package documentation), and assigns the
@@ -84,7 +118,7 @@ func (s *Source) Open(ctx context.Context, h connector.Host) error {
 }
 
 func (s *Source) open(ctx context.Context) error {
-	meta, err := s.cfg.connectSQL(ctx)
+	meta, err := s.reachSQL(ctx)
 	if err != nil {
 		return err
 	}
@@ -108,7 +142,7 @@ func (s *Source) open(ctx context.Context) error {
 		}
 		return s.startStream(ctx, confirmed)
 	}
-	if s.store, err = statestore.Open(stateFile(s.cfg.DataDir, s.cfg.Slot), s.log); err != nil {
+	if s.store, err = statestore.Open(stateFile(s.cfg.DataDir, s.cfg.Slot), statestore.Options{Log: s.log, Source: s.name}); err != nil {
 		return fmt.Errorf("pgcdc: %w", err)
 	}
 	ph, states, known, err := loadState(s.store, s.cfg.Slot)
@@ -148,7 +182,12 @@ func (s *Source) createSlot(ctx context.Context, tables []string, snapshot bool)
 			return 0, err
 		}
 	}
-	repl, err := s.cfg.connectReplication(ctx)
+	var repl *pgconn.PgConn
+	err := s.reach(ctx, "the server does not answer", s.cfg.peer(), func(ctx context.Context) error {
+		var err error
+		repl, err = s.cfg.connectReplication(ctx)
+		return err
+	})
 	if err != nil {
 		return 0, err
 	}
@@ -159,6 +198,10 @@ func (s *Source) createSlot(ctx context.Context, tables []string, snapshot bool)
 	}
 	res, err := pglogrepl.CreateReplicationSlot(ctx, repl, s.cfg.Slot, "pgoutput",
 		pglogrepl.CreateReplicationSlotOptions{SnapshotAction: action, Mode: pglogrepl.LogicalReplication})
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42710" {
+		return 0, fmt.Errorf("pgcdc: creating slot %s: another process created it at the same moment: two pipelines must not share a slot (give each its own slot): %w", s.cfg.Slot, err)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("pgcdc: creating slot %s: %w", s.cfg.Slot, err)
 	}
@@ -178,11 +221,11 @@ func (s *Source) createSlot(ctx context.Context, tables []string, snapshot bool)
 // startSnapshot opens the snapshot's transaction (importing name, if any),
 // describes the tables and assigns a partition to each table not done.
 func (s *Source) startSnapshot(ctx context.Context, tables []string, states map[string]tableState, name string, exact bool) error {
-	conn, err := s.cfg.connectSQL(ctx)
+	conn, err := s.reachSQL(ctx)
 	if err != nil {
 		return err
 	}
-	sn := &snapshot{conn: conn, exact: exact, chunk: s.cfg.SnapshotChunkRows, source: s.name}
+	sn := &snapshot{conn: conn, exact: exact, chunk: s.cfg.SnapshotChunkRows, maxBytes: s.batchBytes(), source: s.name}
 	s.snap = sn
 	if err := sn.begin(ctx, name); err != nil {
 		return err
@@ -208,7 +251,7 @@ func (s *Source) startSnapshot(ctx context.Context, tables []string, states map[
 		}
 		t.committed = t.next
 		t.keys[t.next] = t.lastKey
-		t.part = s.host.Assign(t.partName, checkpoint.Position(t.next))
+		t.part = s.host.Assign(t.partName, connector.Position(t.next))
 		s.mu.Lock()
 		s.byPart[t.part] = t
 		s.mu.Unlock()
@@ -228,14 +271,93 @@ func (s *Source) startStream(ctx context.Context, confirmed uint64) error {
 			return err
 		}
 	}
-	s.slotPart = s.host.Assign(s.slotPartName(), checkpoint.Position(confirmed))
-	st := newStream(s, s.slotPart, confirmed)
+	st := newStream(s, 0, confirmed)
+	// The first replication connection is made here, under the start rule:
+	// a slot another consumer holds is waited for, naming the holder, and
+	// fails the start after connect_timeout, rather than being retried for
+	// ever as a "lost" connection the source never had.
+	var first *pgconn.PgConn
+	err := s.reach(ctx, "the replication slot cannot be streamed", fmt.Sprintf("slot %s on %s", s.cfg.Slot, s.cfg.peer()), func(ctx context.Context) error {
+		var err error
+		first, err = st.connect(ctx, confirmed)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.slotPart = s.host.Assign(s.slotPartName(), connector.Position(confirmed))
+	st.part = s.slotPart
 	rctx, cancel := context.WithCancel(context.Background())
 	s.stream, s.cancel = st, cancel
 	s.streamP.Store(st)
 	s.phase = phaseStream
-	go st.run(rctx, confirmed)
+	go st.run(rctx, confirmed, first)
 	return nil
+}
+
+// reachSQL opens an ordinary connection under the start rule.
+func (s *Source) reachSQL(ctx context.Context) (*pgx.Conn, error) {
+	var conn *pgx.Conn
+	err := s.reach(ctx, "the server does not answer", s.cfg.peer(), func(ctx context.Context) error {
+		var err error
+		conn, err = s.cfg.connectSQL(ctx)
+		return err
+	})
+	return conn, err
+}
+
+// reach runs attempt under the rule every connector follows at start
+// (package reach): up to connect_timeout, a warning per failed attempt
+// naming peer and the cause (a slot's holder by process id and
+// application_name), then an error in the same words.
+func (s *Source) reach(ctx context.Context, problem, peer string, attempt func(context.Context) error) error {
+	return reach.Wait(ctx, reach.Target{
+		Pkg: "pgcdc", Who: "source " + s.name, Problem: problem, Peer: peer,
+		Fix:   "check that the server is up and reachable from here, and that no other consumer streams the slot (each pipeline needs a slot of its own)",
+		Limit: s.cfg.ConnectTimeout, Log: s.log, Fatal: unfixable, Explain: s.explainBusy,
+		Attempt: func(ctx context.Context) error {
+			actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+			defer cancel()
+			return attempt(actx)
+		},
+	})
+}
+
+// attemptTimeout bounds one connection attempt.
+const attemptTimeout = 30 * time.Second
+
+// explainBusy names the holder of the slot when err says another process
+// streams it (55006, object in use): its process id, application_name,
+// client address and since when, read from pg_stat_activity on the
+// ordinary connection (when there is one yet). Other errors are left as
+// they are.
+func (s *Source) explainBusy(err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "55006" || s.meta == nil || s.meta.IsClosed() {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var pid *int32
+	var app, client *string
+	var since *time.Time
+	qerr := s.meta.QueryRow(ctx, `SELECT s.active_pid, a.application_name, coalesce(host(a.client_addr), 'local'), a.backend_start
+		FROM pg_catalog.pg_replication_slots s LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = s.active_pid
+		WHERE s.slot_name = $1`, s.cfg.Slot).Scan(&pid, &app, &client, &since)
+	if qerr != nil || pid == nil {
+		return fmt.Errorf("slot %s is in use by another consumer: %w", s.cfg.Slot, err)
+	}
+	who := fmt.Sprintf("PID %d", *pid)
+	if app != nil {
+		who += fmt.Sprintf(", application_name %q", *app)
+	}
+	if client != nil {
+		who += ", client " + *client
+	}
+	if since != nil {
+		who += ", connected since " + since.UTC().Format(time.RFC3339)
+	}
+	return fmt.Errorf("slot %s is in use by another consumer (%s): %w", s.cfg.Slot, who, err)
 }
 
 // Poll returns the next snapshot chunk or stream batch.
@@ -279,12 +401,12 @@ func (s *Source) pollSnapshot(ctx context.Context, b *connector.Batch) (bool, er
 		// cancels a Poll to apply a rewind, and an interrupted query
 		// closes the connection, and with it the snapshot's transaction.
 		// A chunk is bounded (snapshot_chunk_rows), so the wait is too.
-		n, err := s.snap.readChunk(context.WithoutCancel(ctx), t, b)
+		n, more, err := s.snap.readChunk(context.WithoutCancel(ctx), t, b)
 		if err != nil {
 			return false, err
 		}
 		t.next += int64(n)
-		if n < s.snap.chunk {
+		if !more {
 			s.log.Info("pgcdc: table read to its end", "table", t.qualified, "rows", t.next)
 			t.read = true
 			s.mu.Lock()
@@ -295,7 +417,7 @@ func (s *Source) pollSnapshot(ctx context.Context, b *connector.Batch) (bool, er
 			}
 		}
 		b.Partition = t.part
-		b.End = checkpoint.Position(t.next)
+		b.End = connector.Position(t.next)
 		s.mu.Lock()
 		t.keys[t.next] = t.lastKey
 		s.mu.Unlock()
@@ -352,7 +474,7 @@ func (s *Source) finishSnapshot(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	parts := make([]checkpoint.Partition, 0, len(s.snap.tables))
+	parts := make([]connector.Partition, 0, len(s.snap.tables))
 	for _, t := range s.snap.tables {
 		parts = append(parts, t.part)
 	}
@@ -449,7 +571,7 @@ func (s *Source) Commit(ctx context.Context, commits []connector.Commit) error {
 // Seek makes the next batches of p start at pos: a table is read again from
 // the row after pos's key, in the same snapshot; the slot is streamed again
 // from pos.
-func (s *Source) Seek(_ context.Context, p checkpoint.Partition, pos checkpoint.Position) error {
+func (s *Source) Seek(_ context.Context, p connector.Partition, pos connector.Position) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
@@ -517,4 +639,4 @@ func (s *Source) release(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-var _ connector.Source = (*Source)(nil)
+var _ connector.ReadAheadLimiter = (*Source)(nil)

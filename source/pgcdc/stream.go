@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 
-	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/record"
 )
@@ -39,6 +38,9 @@ type stream struct {
 	cfg  *Config
 	log  *slog.Logger
 	part connector.Partition
+	// maxBytes bounds a batch's records (Source.batchBytes), as
+	// max_batch_records bounds their number.
+	maxBytes int
 
 	out  chan *streamBatch    // to Poll; capacity 1, so batches grow while Poll is busy
 	free chan []record.Record // record slices back from Poll, for reuse
@@ -81,7 +83,7 @@ type stream struct {
 
 func newStream(src *Source, part connector.Partition, start uint64) *stream {
 	st := &stream{
-		src: src, cfg: &src.cfg, log: src.log, part: part,
+		src: src, cfg: &src.cfg, log: src.log, part: part, maxBytes: src.batchBytes(),
 		out:   make(chan *streamBatch, 1),
 		free:  make(chan []record.Record, 4),
 		errc:  make(chan error, 1),
@@ -139,10 +141,7 @@ func (st *stream) stop() {
 // flushPosition is the flush (and write and apply) position of a status
 // update: the committed watermark, never more.
 func (st *stream) flushPosition() uint64 {
-	if unsafeConfirmReceived {
-		return max(st.received.Load(), st.committed.Load())
-	}
-	return st.committed.Load()
+	return st.unsafeConfirm(st.committed.Load())
 }
 
 // poll hands the next batch to the runtime.
@@ -157,7 +156,7 @@ func (st *stream) poll(ctx context.Context, b *connector.Batch) error {
 			b.Reset()
 			old := b.Records
 			b.Partition = st.part
-			b.End = checkpoint.Position(sb.end)
+			b.End = connector.Position(sb.end)
 			b.Records = sb.records
 			st.recycle(old)
 			if st.pendingWaiting.Load() {
@@ -193,9 +192,10 @@ func (st *stream) newRecords() []record.Record {
 	}
 }
 
-// run is the stream's goroutine: connect, serve, and on a lost connection
-// reconnect with backoff, resuming after the last transaction it holds.
-func (st *stream) run(ctx context.Context, start uint64) {
+// run is the stream's goroutine: serve first (the connection startStream
+// made), and on a lost connection reconnect with backoff, resuming after
+// the last transaction it holds.
+func (st *stream) run(ctx context.Context, start uint64, first *pgconn.PgConn) {
 	defer close(st.done)
 	dec := newDecoder(st.src.cat, st.src.name, st.src.slotPartName())
 	p := &pending{records: st.newRecords(), end: start}
@@ -203,13 +203,24 @@ func (st *stream) run(ctx context.Context, start uint64) {
 	gen := st.gen.Load()
 	for {
 		if st.isStopping() {
+			if first != nil {
+				_ = first.Close(context.Background())
+			}
 			return
 		}
 		if pos, g, ok := st.takeSeek(); ok {
 			p.drop()
 			p.end, gen = pos, g
+			if first != nil { // streams from elsewhere
+				_ = first.Close(context.Background())
+				first = nil
+			}
 		}
-		conn, err := st.connect(ctx, p.end)
+		conn, err := first, error(nil)
+		if first == nil {
+			conn, err = st.connect(ctx, p.end)
+		}
+		first = nil
 		if err == nil {
 			backoff = st.cfg.ReconnectBackoff
 			err = st.serve(ctx, conn, dec, p, &gen)
@@ -228,7 +239,7 @@ func (st *stream) run(ctx context.Context, start uint64) {
 			return
 		}
 		st.log.Warn("pgcdc: replication connection lost; reconnecting", "slot", st.cfg.Slot,
-			"resume_lsn", formatLSN(p.end), "backoff", backoff, "err", err)
+			"resume_lsn", formatLSN(p.end), "backoff", backoff, "err", st.src.explainBusy(err))
 		// Full jitter between half and all of the step.
 		wait := backoff/2 + time.Duration(rand.Int64N(int64(backoff/2)+1))
 		backoff = min(backoff*2, st.cfg.ReconnectBackoffMax)
@@ -289,6 +300,9 @@ func (st *stream) connect(ctx context.Context, from uint64) (*pgconn.PgConn, err
 // pending is what the goroutine has read but not handed over yet.
 type pending struct {
 	records []record.Record
+	// bytes is the records' size (record.Record.Size): a batch is cut by
+	// it as by the records' number, so that wide rows cannot pile up.
+	bytes int
 	// end is the position after the last complete transaction read.
 	end uint64
 	// open is the index of the first record of the transaction being read;
@@ -311,14 +325,30 @@ const linger = time.Millisecond
 // drop forgets everything (a seek starts elsewhere).
 func (p *pending) drop() {
 	clear(p.records)
-	p.records, p.open, p.dirty = p.records[:0], 0, false
+	p.records, p.open, p.dirty, p.bytes = p.records[:0], 0, false, 0
 }
 
 // dropOpen forgets the records of the transaction being read (the
 // connection was lost): the server sends it again, whole.
 func (p *pending) dropOpen() {
+	p.bytes -= size(p.records[p.open:])
 	clear(p.records[p.open:])
 	p.records = p.records[:p.open]
+}
+
+// full reports whether the records make a batch: max_batch_records of
+// them, or maxBytes.
+func (st *stream) full(p *pending) bool {
+	return len(p.records) >= st.cfg.MaxBatchRecords || p.bytes >= st.maxBytes
+}
+
+// size is the records' size, as the runtime counts in-flight bytes.
+func size(rs []record.Record) int {
+	n := 0
+	for i := range rs {
+		n += rs[i].Size()
+	}
+	return n
 }
 
 // serve runs one connection until it fails (the error), or a seek or a stop
@@ -431,8 +461,12 @@ func (st *stream) serve(ctx context.Context, conn *pgconn.PgConn, dec *decoder, 
 				if err != nil {
 					return err
 				}
+				before := len(p.records)
 				recs, end, err := dec.handle(ctx, xld.WALData, p.records)
 				p.records = recs
+				if len(recs) > before {
+					p.bytes += size(recs[before:])
+				}
 				var le *lookupError
 				if errors.As(err, &le) {
 					st.src.reconnectMeta(ctx)
@@ -451,12 +485,12 @@ func (st *stream) serve(ctx context.Context, conn *pgconn.PgConn, dec *decoder, 
 					}
 					p.end, p.open, p.dirty = end, len(p.records), true
 					st.received.Store(end)
-					if len(p.records) >= st.cfg.MaxBatchRecords {
+					if st.full(p) {
 						if !st.handOff(p, *gen, len(p.records), true) {
 							return st.leave(conn, status)
 						}
 					}
-				} else if len(p.records) >= st.cfg.MaxBatchRecords {
+				} else if st.full(p) {
 					// Full in mid-transaction: the complete transactions
 					// go first; a transaction larger than a batch by
 					// itself is handed over in parts, at the position
@@ -526,7 +560,9 @@ func (st *stream) handOff(p *pending, gen uint64, n int, wait bool) bool {
 	var recs []record.Record
 	if n == len(p.records) {
 		recs, p.records = p.records, st.newRecords()
+		p.bytes = 0
 	} else {
+		p.bytes -= size(p.records[:n])
 		recs = append(st.newRecords(), p.records[:n]...)
 		rest := copy(p.records, p.records[n:])
 		clear(p.records[rest:])
@@ -557,8 +593,7 @@ func (st *stream) handOff(p *pending, gen uint64, n int, wait bool) bool {
 			st.log.Debug("pgcdc: status update while waiting for the pipeline failed", "err", err)
 		}
 		if st.seeking.Load() || st.stopping.Load() {
-			clear(p.records)
-			p.records, p.open, p.dirty = p.records[:0], 0, false
+			p.drop()
 			return false
 		}
 	}

@@ -14,8 +14,8 @@ import (
 
 	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/internal/testkit/pgcdctest"
 	"github.com/weir-etl/weir/source/pgcdc"
-	"github.com/weir-etl/weir/source/pgcdc/pgcdctest"
 )
 
 // Guarantee: when the walsender is terminated (pg_terminate_backend) in mid
