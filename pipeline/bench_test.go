@@ -77,7 +77,7 @@ func BenchmarkFanOutRoute(b *testing.B) {
 	benchAcks(b, func(b *testing.B, acks bool) {
 		r, err := transform.NewRoute([]transform.RouteOutput{
 			{Name: "all", Condition: "true"},
-			{Name: "half", Condition: "origin.offset < 12500"}, // 25000 a partition
+			{Name: "half", Condition: "@origin.offset < 12500"}, // 25000 a partition
 		})
 		if err != nil {
 			b.Fatal(err)

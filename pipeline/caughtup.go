@@ -27,28 +27,28 @@ import (
 // noteDispatch marks worker w as holding a batch of s sent after the last
 // caught-up request. Called by the poller.
 func (s *sourceRunner) noteDispatch(w int) {
-	if s.dispatched == nil {
+	if s.poller.dispatched == nil {
 		n := len(s.rt.workers)
-		s.dispatched, s.caughtSent = make([]bool, n), make([]atomic.Uint64, n)
+		s.poller.dispatched, s.caughtSent = make([]bool, n), make([]atomic.Uint64, n)
 	}
-	s.dispatched[w] = true
+	s.poller.dispatched[w] = true
 }
 
 // caughtUp asks every sink to flush now, behind every batch of s already
 // sent: the source has nothing more for now. It reports false when ctx ended
 // first. Called by the poller.
 func (rt *runtime) caughtUp(ctx context.Context, s *sourceRunner) bool {
-	s.caughtSeq++
-	for i, d := range s.dispatched {
+	s.poller.caughtSeq++
+	for i, d := range s.poller.dispatched {
 		if !d {
 			continue
 		}
-		s.dispatched[i] = false
+		s.poller.dispatched[i] = false
 		// Noted before it is sent, so that no sink takes the request as
 		// complete before this worker passed it on.
-		s.caughtSent[i].Store(s.caughtSeq)
+		s.caughtSent[i].Store(s.poller.caughtSeq)
 		select {
-		case rt.workers[i].in <- work{src: s, flush: true, caughtUp: true, seq: s.caughtSeq}:
+		case rt.workers[i].in <- work{src: s, flush: true, caughtUp: true, seq: s.poller.caughtSeq}:
 		case <-ctx.Done():
 			return false
 		}

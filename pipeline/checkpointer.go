@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weir-etl/weir/checkpoint"
+	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/pipeline/internal/policy"
 )
 
@@ -24,6 +25,7 @@ type cpLoop struct {
 	pol     *policy.Policy
 	states  []checkpoint.PartitionState
 	commits []checkpoint.Commit
+	pending []policy.Pending
 	nextID  int
 	waiting map[int]hostReq // revokes by policy id
 	lastErr error           // the last failed commit's error
@@ -35,11 +37,12 @@ func (s *sourceRunner) checkpoint(ctx context.Context, final <-chan struct{}) {
 	defer close(s.cpDone)
 	cfg := s.rt.g.spec.Checkpoint
 	l := &cpLoop{s: s, waiting: map[int]hostReq{}, pol: policy.New(policy.Config{
-		CommitInterval: cfg.CommitInterval, CommitFailureTimeout: cfg.CommitFailureTimeout, StallWarning: cfg.StallWarning})}
-	s.pol = l.pol
+		CommitInterval: cfg.CommitInterval, CommitFailureTimeout: cfg.CommitFailureTimeout, StallWarning: cfg.StallWarning,
+		Prompt: commitsPromptly(s.src)})}
+	s.ck.pol = l.pol
 	tick := time.NewTicker(cfg.CommitInterval)
 	defer tick.Stop()
-	stallTicker := time.NewTicker(min(cfg.StallWarning/2, 5*time.Second))
+	stallTicker := time.NewTicker(stallRefresh(cfg.StallWarning))
 	defer stallTicker.Stop()
 	stall := stallTicker.C
 	if t := s.rt.o.hooks.stallTicks; t != nil {
@@ -62,10 +65,13 @@ func (s *sourceRunner) checkpoint(ctx context.Context, final <-chan struct{}) {
 		case <-s.notify:
 		case <-s.statusWake():
 		case <-final:
+			s.cpw.stepBegin()
 			l.final(ctx)
 			s.publishFinalStatus(l)
+			s.cpw.stepEnd()
 			return
 		}
+		s.cpw.stepBegin()
 		s.drain()
 		rd := l.pol.Step(l.view(isTick))
 		l.carryOut(ctx, &rd)
@@ -82,7 +88,15 @@ func (s *sourceRunner) checkpoint(ctx context.Context, final <-chan struct{}) {
 			timer.Reset(max(rd.WakeAt.Sub(s.rt.now()), 0))
 		}
 		s.publishStatus(l)
+		s.cpw.stepEnd()
 	}
+}
+
+// commitsPromptly reports whether src asks to be committed as soon as its
+// watermarks move (connector.PromptCommitter).
+func commitsPromptly(src connector.Source) bool {
+	p, ok := src.(connector.PromptCommitter)
+	return ok && p.CommitPromptly()
 }
 
 // request takes a Revoke or a Lost from the source.
@@ -107,9 +121,10 @@ func (l *cpLoop) view(tick bool) *policy.View {
 	// partition unblocked by a rewind also sees the source not at its end.
 	l.states = s.cp.States(l.states[:0])
 	l.commits = s.cp.Committable(l.commits[:0])
+	l.pending = s.pending(l.pending, l.states)
 	return &policy.View{
 		Now: s.rt.now(), States: l.states, Committable: l.commits,
-		Pending: s.pending, EOF: s.eof.Load(), InFlight: s.inflightBatches.Load(),
+		Pending: l.pending, EOF: s.eof.Load(), InFlight: s.inflightBatches.Load(),
 		Stopping: s.rt.stopping.Load(), Tick: tick,
 	}
 }
@@ -169,15 +184,28 @@ func (l *cpLoop) carryOut(ctx context.Context, rd *policy.Ready) {
 }
 
 // commit hands cs to the source and confirms them to the Checkpointer when
-// the source took them. A failure is logged when it starts and then at
-// doubling counts, not at every retry.
+// the source took them. The source has CommitTimeout to answer: a commit
+// that has not answered by then fails like any other, so nothing is marked
+// committed and the policy retries it with backoff. A failure is logged when
+// it starts and then at doubling counts, not at every retry.
 func (l *cpLoop) commit(ctx context.Context, cs []checkpoint.Commit) error {
 	if len(cs) == 0 {
 		return nil
 	}
 	s := l.s
+	timeout := s.rt.g.spec.Checkpoint.CommitTimeout
 	t0 := time.Now()
-	err := s.src.Commit(ctx, cs)
+	s.cpw.commitBegin(cs)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	if unsafeBlindCheckpointer {
+		cctx, cancel = context.WithCancel(ctx)
+	}
+	err := s.src.Commit(cctx, cs)
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("no answer within commit_timeout %v: %w", timeout, err)
+	}
+	cancel()
+	s.cpw.commitEnd(err)
 	s.rt.m.commitTime.WithLabelValues(s.spec.Name).Observe(time.Since(t0).Seconds())
 	if err != nil {
 		s.rt.m.commitErrors.WithLabelValues(s.spec.Name).Inc()
@@ -238,14 +266,14 @@ func (l *cpLoop) final(ctx context.Context) {
 		s.log.Error("the final commit failed: the input after the last committed positions is read again next time", "err", err)
 	}
 	l.published()
-	s.finalParts = len(l.states)
+	s.ck.finalParts = len(l.states)
 	for _, ps := range l.states {
-		s.finalPos += int64(ps.Committed)
+		s.ck.finalPos += int64(ps.Committed)
 		if ps.Blocked || ps.Watermark > ps.Committed || s.readBeyond(ps.Partition, ps.Committed) {
-			s.leftBehind = append(s.leftBehind, s.partName(ps.Partition))
+			s.ck.leftBehind = append(s.ck.leftBehind, s.partName(ps.Partition))
 		}
 	}
-	s.leftInFlight = s.inflightBatches.Load()
+	s.ck.leftInFlight = s.inflightBatches.Load()
 	for id, r := range l.waiting {
 		delete(l.waiting, id)
 		r.done <- errors.New("pipeline: shutting down before the partition drained")
@@ -254,16 +282,21 @@ func (l *cpLoop) final(ctx context.Context) {
 
 // drain applies resolutions and returns their in-flight budget to the poller.
 func (s *sourceRunner) drain() {
-	s.tableMu.Lock()
+	s.issued.takeInto(s.ck.table, checkpoint.BatchID{})
 	var batches, bytes int64
 	st := s.cp.DrainFunc(func(m checkpoint.AckMsg, _ checkpoint.ResolveOutcome) {
-		if bi, ok := s.table[m.ID]; ok {
-			delete(s.table, m.ID)
+		bi, ok := s.ck.table[m.ID]
+		if !ok && s.issued.takeInto(s.ck.table, m.ID) {
+			// Sent before any reference of the batch was released: it was
+			// in the channel, behind the ones taken before the drain.
+			bi, ok = s.ck.table[m.ID]
+		}
+		if ok {
+			delete(s.ck.table, m.ID)
 			batches++
 			bytes += bi.bytes
 		}
 	})
-	s.tableMu.Unlock()
 	if batches > 0 {
 		s.inflightBatches.Add(-batches)
 		s.inflightBytes.Add(-bytes)
@@ -272,32 +305,22 @@ func (s *sourceRunner) drain() {
 	s.rt.m.drained(s.spec.Name, st)
 }
 
-// pending reports whether p's oldest unresolved batch has been issued, and
-// when.
-func (s *sourceRunner) pending(p checkpoint.Partition) (time.Time, bool) {
-	st, ok := s.cp.State(p)
-	if !ok {
-		return time.Time{}, false
+// pending fills, for each of states, whether its oldest unresolved batch has
+// been issued, and when: the policy's view of the table.
+func (s *sourceRunner) pending(dst []policy.Pending, states []checkpoint.PartitionState) []policy.Pending {
+	dst = dst[:0]
+	for _, ps := range states {
+		bi, in := s.ck.table[checkpoint.BatchID{Partition: ps.Partition, Epoch: ps.Epoch, Seq: ps.Next}]
+		dst = append(dst, policy.Pending{Issued: bi.issued, Pending: in})
 	}
-	s.tableMu.Lock()
-	defer s.tableMu.Unlock()
-	bi, in := s.table[checkpoint.BatchID{Partition: p, Epoch: st.Epoch, Seq: st.Next}]
-	return bi.issued, in
+	return dst
 }
 
 // requestRewinds asks the poller, which owns the issuer, to seek each
 // partition back to its watermark and start a new epoch there. It also
 // cancels the context of the Poll in progress, which may wait for data on an
 // idle partition.
-func (s *sourceRunner) requestRewinds(rs []policy.Rewind) {
-	s.rewindMu.Lock()
-	defer s.rewindMu.Unlock()
-	s.rewinds = append(s.rewinds, rs...)
-	if s.rewindCancel != nil {
-		s.rewindCancel(errRewind)
-	}
-	signal(s.rewindSig)
-}
+func (s *sourceRunner) requestRewinds(rs []policy.Rewind) { s.rewinds.request(rs) }
 
 func (s *sourceRunner) rejectedError(id checkpoint.BatchID) error {
 	he := &HaltError{Source: s.spec.Name, Partition: s.partName(id.Partition), Batch: id,

@@ -15,9 +15,9 @@ import (
 func (s *sinkRunner) deadLetter(ctx context.Context, recs []record.Record, err error) {
 	p := s.rt.chunks.get()
 	for i := range recs {
-		env := deadLetterRecord(componentSink, s.spec.Name, &recs[i], err)
-		env.Ack = recs[i].Ack
-		recs[i].Ack = checkpoint.AckRef{}
+		env := deadLetterRecord(componentSink, s.spec.Name, &recs[i], err, s.rt.now())
+		*refOf(&env) = *refOf(&recs[i])
+		*refOf(&recs[i]) = checkpoint.AckRef{}
 		*p = append(*p, env)
 	}
 	select {
@@ -36,6 +36,6 @@ const (
 // deadLetterRecord wraps r with the error of the component (kind "sink" or
 // "transform") that failed on it, in the envelope of package deadletter. The
 // result has no reference: the caller moves or clones r's onto it.
-func deadLetterRecord(kind, name string, r *record.Record, err error) record.Record {
-	return deadletter.Record(kind, name, r, err, time.Now())
+func deadLetterRecord(kind, name string, r *record.Record, err error, now time.Time) record.Record {
+	return deadletter.Record(kind, name, r, err, now)
 }

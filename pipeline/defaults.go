@@ -22,9 +22,14 @@ const (
 	DefaultDrainTimeout         = 30 * time.Second
 	DefaultStallWarning         = 60 * time.Second
 	DefaultCommitFailureTimeout = 5 * time.Minute
+	DefaultCommitTimeout        = 30 * time.Second
 	DefaultGiveUpAfter          = 10 * time.Minute
 	DefaultMetricsAddress       = "127.0.0.1:9464" // the command line's; a Spec's zero Address serves nothing
 )
+
+// DefaultBatchMaxRecordsCeiling bounds the adapted group size (linger.go)
+// when batch.max_records is left to its default.
+const DefaultBatchMaxRecordsCeiling = 100000
 
 // FillDefaults replaces every zero setting of s that has a default by that
 // default, so that s says what runs: the in-flight limits of each source, the
@@ -56,6 +61,11 @@ func orDefault[T int | int64 | time.Duration](v, def T) T {
 }
 
 func (b BatchSettings) withDefaults() BatchSettings {
+	if b.MaxRecords == 0 {
+		// Left to its default: the group size follows the sink's pace,
+		// from DefaultBatchMaxRecords up (linger.go).
+		b.AdaptRecords = true
+	}
 	b.MaxRecords = orDefault(b.MaxRecords, DefaultBatchMaxRecords)
 	b.MaxBytes = orDefault(b.MaxBytes, DefaultBatchMaxBytes)
 	b.MaxAge = orDefault(b.MaxAge, DefaultBatchMaxAge)
@@ -87,5 +97,6 @@ func (c CheckpointSettings) withDefaults() CheckpointSettings {
 	c.DrainTimeout = orDefault(c.DrainTimeout, DefaultDrainTimeout)
 	c.StallWarning = orDefault(c.StallWarning, DefaultStallWarning)
 	c.CommitFailureTimeout = orDefault(c.CommitFailureTimeout, DefaultCommitFailureTimeout)
+	c.CommitTimeout = orDefault(c.CommitTimeout, DefaultCommitTimeout)
 	return c
 }

@@ -18,5 +18,32 @@
 // its failure policy gave up (Failed). The checkpointer goroutine commits only
 // contiguous, delivered positions.
 //
+// Each goroutine owns its state: no other goroutine touches it. What crosses
+// between goroutines is a message (a channel), a snapshot published whole and
+// never changed after (an atomic.Pointer), or an atomic counter whose comment
+// names who writes it. A source runner's state is one struct per owner:
+// sourceRunner.poller (the poller's), sourceRunner.ck (the checkpointer
+// goroutine's) and sourceRunner.host (under hostMu), the crossings at the top
+// level; a sink runner keeps its persister's in sinkRunner.pers. Four mutexes
+// are left, for state that more than one goroutine must change and that is
+// never on the path of a record:
+//
+//   - sourceRunner.hostMu: sourceRunner.host, the issuer and the partition
+//     tables, which the connector.Host methods change from any goroutine (a
+//     Kafka client's rebalance callbacks run on its own); the poller takes it
+//     once per batch.
+//   - runtime.inMu: the closing of the workers' inputs (shutdown) against the
+//     flush requests a Revoke sends them.
+//   - eventRing.mu: the ring of recent events, added to by every goroutine.
+//   - Handover.mu: what an embedder asks a run to hand on, and what it handed.
+//
+// Lock order: hostMu before eventRing.mu (Assign records an event holding
+// it); no other lock is taken while one of them is held, and none is held
+// across a call into a connector, except inMu, held while a flush request
+// waits for a worker's input. docs/runtime.md lists them with the goroutines.
+//
+// The runtime reads time from one clock, runtime.now (time.Now, or the test
+// hook's), for every time it stores to compare later.
+//
 // docs/runtime.md records the design decisions.
 package pipeline

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"github.com/weir-etl/weir/internal/words"
 	"strings"
 	"time"
 
@@ -74,9 +75,8 @@ func (e *SpecError) Unwrap() error { return ErrSpec }
 // writes the shutdown timeout cut short. Everything durable was committed;
 // what is listed is read again next time.
 type IncompleteError struct {
-	// Partitions whose committed position stops before data that was read,
-	// as "source/partition".
-	Partitions []string
+	// Partitions whose committed position stops before data that was read.
+	Partitions []PartitionRef
 	// InFlight is the batches read and never resolved.
 	InFlight int64
 	// Failing lists the sinks failing when the run stopped.
@@ -85,20 +85,38 @@ type IncompleteError struct {
 
 func (e *IncompleteError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "pipeline: stopped with data read but not delivered (it is read again next time; everything durable was committed): %d partitions behind", len(e.Partitions))
+	b.WriteString("pipeline: stopped with data read but not delivered (it is read again next time; everything durable was committed)")
 	if len(e.Partitions) > 0 {
-		shown := e.Partitions[:min(len(e.Partitions), 5)]
-		fmt.Fprintf(&b, " (%s", strings.Join(shown, ", "))
-		if len(e.Partitions) > len(shown) {
-			fmt.Fprintf(&b, ", and %d more", len(e.Partitions)-len(shown))
-		}
-		b.WriteString(")")
+		fmt.Fprintf(&b, ": %s behind (%s)", words.Plural(len(e.Partitions), "partition"), partitionList(e.Partitions, 5))
 	}
 	if e.InFlight > 0 {
-		fmt.Fprintf(&b, ", %d batches unresolved", e.InFlight)
+		fmt.Fprintf(&b, ", %s unresolved", words.Count(e.InFlight, "batch", "batches"))
 	}
 	for _, f := range e.Failing {
 		fmt.Fprintf(&b, "; sink %s failing for %v: %s", f.Sink, roughly(time.Duration(f.FailingForMillis)*time.Millisecond), f.Error)
+	}
+	return b.String()
+}
+
+// partitionList names at most max partitions, grouped by source, as
+// "source orders: orders/0, orders/1; source files: /var/log/a.log, and 3
+// more": a partition's own name may hold a slash, so it is never joined to
+// its source's with one.
+func partitionList(ps []PartitionRef, max int) string {
+	var b strings.Builder
+	shown := ps[:min(len(ps), max)]
+	for i, p := range shown {
+		switch {
+		case i == 0:
+			fmt.Fprintf(&b, "source %s: %s", p.Source, p.Partition)
+		case p.Source != shown[i-1].Source:
+			fmt.Fprintf(&b, "; source %s: %s", p.Source, p.Partition)
+		default:
+			b.WriteString(", " + p.Partition)
+		}
+	}
+	if len(ps) > len(shown) {
+		fmt.Fprintf(&b, ", and %d more", len(ps)-len(shown))
 	}
 	return b.String()
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weir-etl/weir/checkpoint"
+	"github.com/weir-etl/weir/pipeline/view"
 )
 
 // The recent events of a run, for the status page and /api/v1/status:
@@ -18,8 +19,8 @@ import (
 // event repeats (a sink failing for an hour, a partition rewound again and
 // again) it is added at the same doubling counts as its log line.
 
-// EventKind names what happened.
-type EventKind string
+// EventKind names what happened (view.EventKind).
+type EventKind = view.EventKind
 
 // The kinds of Event.
 const (
@@ -36,20 +37,10 @@ const (
 	EventStopping        EventKind = "stopping"         // the run began to stop, and why
 )
 
-// Event is one thing that happened to a run, as /api/v1/status lists it.
-// Events of the same kind, component and message that come within a second
-// of the first are merged into one: Count says how many, Partitions names the
-// first few partitions involved (a rebalance of 10,000 partitions is one
-// event, not 10,000).
-type Event struct {
-	Time       time.Time `json:"time"` // of the first occurrence
-	Kind       EventKind `json:"kind"`
-	Source     string    `json:"source,omitempty"`
-	Sink       string    `json:"sink,omitempty"`
-	Partitions []string  `json:"partitions,omitempty"` // at most eventPartitions names
-	Count      int       `json:"count"`
-	Message    string    `json:"message"`
-}
+// Event is one thing that happened to a run, as /api/v1/status lists it
+// (view.Event): events of the same kind, component and message that come
+// within a second of the first are merged into one.
+type Event = view.Event
 
 const (
 	eventRingSize   = 100         // events kept

@@ -1,13 +1,19 @@
 package pipeline
 
-import "time"
+import (
+	"time"
 
-// SetPauseHook sets the backpressure hook for a test; call it before Run and
-// reset it with nil after.
-func SetPauseHook(f func(source string, batches, bytes int64)) { pauseHook = f }
+	"github.com/weir-etl/weir/pipeline/view"
+)
+
+// WithPauseHook calls f from a poller each time it pauses for backpressure,
+// with the batches and bytes in flight.
+func WithPauseHook(f func(source string, batches, bytes int64)) Option {
+	return func(o *options) { o.hooks.paused = f }
+}
 
 // WithClock makes the runtime read time from now (batch ages, revoke
-// deadlines) and refresh stall reports when stallTicks delivers, instead of on
+// deadlines, the checkpointer's waits, events, dead letters, taps) and refresh stall reports when stallTicks delivers, instead of on
 // its own ticker.
 func WithClock(now func() time.Time, stallTicks <-chan time.Time) Option {
 	return func(o *options) { o.hooks.now, o.hooks.stallTicks = now, stallTicks }
@@ -32,7 +38,7 @@ func WithCommitted(f func(source string)) Option {
 
 // ProgressLine exposes the progress display's line format.
 func ProgressLine(in, out int64, inRate, outRate float64, errors int64, slowest string, lag int64, stalled time.Duration, width int) string {
-	return progressLine(progressStats{in: in, out: out, inRate: inRate, outRate: outRate, errors: errors, slowest: slowest, lag: lag, stalled: stalled}, width)
+	return view.ProgressLine(view.Progress{In: in, Out: out, InRate: inRate, OutRate: outRate, Errors: errors, Slowest: slowest, Lag: lag, Stalled: stalled}, width)
 }
 
 // WithLingerTicks makes every sink check its linger (see

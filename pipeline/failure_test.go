@@ -202,8 +202,8 @@ func TestPersistentFailureIsVisible(t *testing.T) {
 	cancel()
 	// Stopped while the sink fails: the run says what it left behind.
 	var ie *pipeline.IncompleteError
-	if err := <-done; !errors.As(err, &ie) || len(ie.Partitions) != 1 || len(ie.Failing) != 1 || ie.Failing[0].Sink != "lake" {
-		t.Fatalf("Run = %v, want an IncompleteError naming partition gen/gen/0 and the failing sink lake", err)
+	if err := <-done; !errors.As(err, &ie) || len(ie.Partitions) != 1 || ie.Partitions[0] != (pipeline.PartitionRef{Source: "gen", Partition: "gen/0"}) || len(ie.Failing) != 1 || ie.Failing[0].Sink != "lake" {
+		t.Fatalf("Run = %v, want an IncompleteError naming partition gen/0 of source gen and the failing sink lake", err)
 	}
 	if n := logs.count("partition stalled: its watermark has not moved"); n != 1 {
 		t.Errorf("%d stall warnings for one stall, want 1", n)

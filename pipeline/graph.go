@@ -25,6 +25,7 @@ type graph struct {
 	deadLetter []int // by sink: index of its dead letter sink, or -1
 }
 type compiledTransform struct {
+	typ    string // the registered type, or ""
 	name   string
 	t      transform.Transform
 	r      transform.Router
@@ -71,7 +72,7 @@ func (g *graph) resolve() {
 	x := indexNames(sp)
 	g.transforms = make([]compiledTransform, len(sp.Transforms))
 	for i, ts := range sp.Transforms {
-		g.transforms[i] = compiledTransform{name: ts.Name, t: ts.Transform, r: ts.Router, outs: make([][]target, x.outputs(i))}
+		g.transforms[i] = compiledTransform{name: ts.Name, typ: ts.Type, t: ts.Transform, r: ts.Router, outs: make([][]target, x.outputs(i))}
 	}
 	g.sourceOut = make([][]target, len(sp.Sources))
 	connect := func(inputs []string, t target) {
@@ -141,6 +142,13 @@ type endpoint struct {
 	out       int // the transform's output; 0 for a plain Transform
 }
 
+// known reports whether name is a source or a transform.
+func (x *names) known(name string) bool {
+	_, src := x.sources[name]
+	_, tr := x.transforms[name]
+	return src || tr
+}
+
 // input resolves the input name in: a source, a transform, or a route's
 // output ("route.output"). When in names none of these it returns why, as a
 // message for the user.
@@ -173,6 +181,8 @@ func (x *names) input(in string) (endpoint, string) {
 		return endpoint{}, fmt.Sprintf("%q is not a route, so %q names nothing; write %q", base, in, base)
 	case r == nil:
 		return endpoint{transform: true, idx: i}, ""
+	case !dotted && len(r.Outputs()) == 0:
+		return endpoint{}, fmt.Sprintf("%q is a route: name one of its outputs, as %s.NAME", in, base)
 	case !dotted:
 		return endpoint{}, fmt.Sprintf("%q is a route: name one of its outputs (%s)", in, strings.Join(prefixed(base, r.Outputs()), ", "))
 	}

@@ -178,3 +178,17 @@ func (rt *runtime) handOn(ctx context.Context, s *sourceRunner) bool {
 	h.put(s.spec.Name, s.src)
 	return true
 }
+
+// UnchangedSources names the sources of next that a reload can hand on
+// from the running configuration: same name and settings (SameSource).
+func UnchangedSources(running, next *Spec) []string {
+	keep := []string{}
+	for _, n := range next.Sources {
+		for _, o := range running.Sources {
+			if o.Name == n.Name && SameSource(o, n) {
+				keep = append(keep, n.Name)
+			}
+		}
+	}
+	return keep
+}

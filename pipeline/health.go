@@ -1,8 +1,10 @@
 package pipeline
 
 import (
-	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/weir-etl/weir/pipeline/view"
 )
 
 // A failure that persists must be visible from outside: each sink keeps its
@@ -11,79 +13,104 @@ import (
 // every attempt.
 
 // sinkHealth is a sink's failure state: since when it has failed without a
-// successful flush in between, how often, and the last error. The sink
-// goroutine (and its persister) write it; readers are the HTTP handlers and
-// the checkpointer goroutines, so a mutex guards it (touched per group, never
-// per record).
+// successful flush in between, how often, and the last error. Only the sink
+// goroutine writes it, publishing a new healthState at each change (per
+// failure, and at the first success after failures: never per record, and
+// not per group while healthy); the HTTP handlers, the watcher and the
+// checkpointer goroutines load it.
 type sinkHealth struct {
-	mu       sync.Mutex
+	p atomic.Pointer[healthState]
+	// warnedSince is the since of the run of failures logged as lasting
+	// stall_warning: the watcher's alone.
+	warnedSince time.Time
+}
+
+// healthState is one state of a sink's health, never changed once published.
+type healthState struct {
 	since    time.Time // first failure of the current run of failures; zero when healthy
 	failures int       // consecutive failed writes, flushes or persists
 	lastErr  string
 	gaveUp   bool
 }
 
-// SinkFailure describes a sink that is failing, for /debug/stalls and
-// /readyz.
-type SinkFailure struct {
-	Sink             string `json:"sink"`
-	Error            string `json:"error"`
-	Failures         int    `json:"consecutive_failures"`
-	FailingForMillis int64  `json:"failing_for_ms"`
-	GaveUp           bool   `json:"gave_up,omitempty"`
+func (h *sinkHealth) load() healthState {
+	if st := h.p.Load(); st != nil {
+		return *st
+	}
+	return healthState{}
 }
+
+// SinkFailure describes a sink that is failing, for /debug/stalls and
+// /readyz (view.SinkFailure).
+type SinkFailure = view.SinkFailure
 
 // failed records a failed attempt. It returns the number of consecutive
 // failures, and whether this one should be logged: the first, then at
 // doubling counts (2, 4, 8, ...), so a sink failing for an hour logs a dozen
 // lines, not thousands.
 func (h *sinkHealth) failed(now time.Time, err error) (n int, log bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.failures == 0 {
-		h.since = now
+	st := h.load()
+	if st.failures == 0 {
+		st.since = now
 	}
-	h.failures++
-	h.lastErr = err.Error()
-	return h.failures, h.failures&(h.failures-1) == 0
+	st.failures++
+	st.lastErr = err.Error()
+	h.p.Store(&st)
+	return st.failures, st.failures&(st.failures-1) == 0
 }
 
 // succeeded records a successful flush; it returns how many failures came
 // before it (0 when the sink was healthy).
 func (h *sinkHealth) succeeded() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := h.failures
-	h.failures, h.since, h.lastErr = 0, time.Time{}, ""
-	return n
+	st := h.load()
+	if st.failures == 0 {
+		return 0
+	}
+	h.p.Store(&healthState{gaveUp: st.gaveUp})
+	return st.failures
+}
+
+// overdue reports, once per run of failures, that the sink has failed for
+// warn; otherwise it returns how long until it has (0 when it is healthy or
+// was reported).
+func (h *sinkHealth) overdue(now time.Time, warn time.Duration) (d time.Duration, n int, lastErr string, due bool, wait time.Duration) {
+	st := h.load()
+	if st.failures == 0 || h.warnedSince.Equal(st.since) {
+		return 0, 0, "", false, 0
+	}
+	if d = now.Sub(st.since); d < warn {
+		return 0, 0, "", false, warn - d
+	}
+	h.warnedSince = st.since
+	return d, st.failures, st.lastErr, true, 0
 }
 
 // failingFor returns how long the sink has been failing (0 if it is not).
 func (h *sinkHealth) failingFor(now time.Time) time.Duration {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.failures == 0 {
+	st := h.load()
+	if st.failures == 0 {
 		return 0
 	}
-	return now.Sub(h.since)
+	return now.Sub(st.since)
 }
 
 func (h *sinkHealth) giveUp() {
-	h.mu.Lock()
-	h.gaveUp = true
-	h.mu.Unlock()
+	st := h.load()
+	if !st.gaveUp {
+		st.gaveUp = true
+		h.p.Store(&st)
+	}
 }
 
 // failure returns the sink's failure, or false when it is healthy.
 func (h *sinkHealth) failure(sink string, now time.Time) (SinkFailure, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.failures == 0 && !h.gaveUp {
+	st := h.load()
+	if st.failures == 0 && !st.gaveUp {
 		return SinkFailure{}, false
 	}
-	f := SinkFailure{Sink: sink, Error: h.lastErr, Failures: h.failures, GaveUp: h.gaveUp}
-	if h.failures > 0 {
-		f.FailingForMillis = now.Sub(h.since).Milliseconds()
+	f := SinkFailure{Sink: sink, Error: st.lastErr, Failures: st.failures, GaveUp: st.gaveUp}
+	if st.failures > 0 {
+		f.FailingForMillis = now.Sub(st.since).Milliseconds()
 	}
 	return f, true
 }
@@ -97,6 +124,21 @@ func (s *sinkRunner) noteFailure(err error, what string) {
 		s.log.Warn(what+" failed", "consecutive_failures", n, "failing_for", s.health.failingFor(s.rt.now()).Round(time.Millisecond), "err", err)
 		s.rt.events.add(Event{Kind: EventSinkFailing, Sink: s.spec.Name, Message: failingMessage(what, n, err)})
 	}
+}
+
+// watchHealth logs, once per run of failures, that the sink has failed for
+// warn: whatever its on_failure does with the records meanwhile (rewind
+// holds the partitions' watermarks, and their stall warnings name the sink;
+// dead_letter sends them on, and nothing else would say that the sink
+// itself has not written for so long). The watcher calls it; it returns how
+// long until the failure lasts warn (0 for none).
+func (s *sinkRunner) watchHealth(now time.Time, warn time.Duration) time.Duration {
+	d, n, lastErr, due, wait := s.health.overdue(now, warn)
+	if due {
+		s.log.Warn("sink failing: it has not written successfully for stall_warning", "failing_for", d.Round(time.Millisecond),
+			"consecutive_failures", n, "on_failure", s.spec.OnFailure.String(), "err", lastErr)
+	}
+	return wait
 }
 
 // noteSuccess records a successful flush.

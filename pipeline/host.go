@@ -22,23 +22,23 @@ type hostReq struct {
 func (s *sourceRunner) Assign(name string, start checkpoint.Position) checkpoint.Partition {
 	s.hostMu.Lock()
 	defer s.hostMu.Unlock()
-	p, ok := s.byName[name]
+	p, ok := s.host.byName[name]
 	if !ok {
-		if n := len(s.free); n > 0 {
-			p, s.free = s.free[n-1], s.free[:n-1]
-			s.names[p] = name
+		if n := len(s.host.free); n > 0 {
+			p, s.host.free = s.host.free[n-1], s.host.free[:n-1]
+			s.host.names[p] = name
 		} else {
-			p = checkpoint.Partition(len(s.names))
-			s.names = append(s.names, name)
-			s.gens = append(s.gens, 0)
-			s.starts = append(s.starts, 0)
-			s.readTo = append(s.readTo, 0)
+			p = checkpoint.Partition(len(s.host.names))
+			s.host.names = append(s.host.names, name)
+			s.host.gens = append(s.host.gens, 0)
+			s.host.starts = append(s.host.starts, 0)
+			s.host.readTo = append(s.host.readTo, 0)
 		}
-		s.byName[name] = p
+		s.host.byName[name] = p
 	}
-	s.gens[p]++
-	s.starts[p], s.readTo[p] = start, start
-	s.iss.Assign(p, start)
+	s.host.gens[p]++
+	s.host.starts[p], s.host.readTo[p] = start, start
+	s.host.iss.Assign(p, start)
 	s.rt.events.add(Event{Kind: EventAssigned, Source: s.spec.Name, Partitions: []string{name}, Message: "assigned"})
 	return p
 }
@@ -51,11 +51,11 @@ func (s *sourceRunner) Assign(name string, start checkpoint.Position) checkpoint
 func (s *sourceRunner) release(p checkpoint.Partition) {
 	s.hostMu.Lock()
 	defer s.hostMu.Unlock()
-	if int(p) >= len(s.names) || s.byName[s.names[p]] != p {
+	if int(p) >= len(s.host.names) || s.host.byName[s.host.names[p]] != p {
 		return // assigned again meanwhile, or already released
 	}
-	delete(s.byName, s.names[p])
-	s.free = append(s.free, p)
+	delete(s.host.byName, s.host.names[p])
+	s.host.free = append(s.host.free, p)
 }
 
 // revokeIssuing stops issuing batches of ps.
@@ -63,7 +63,7 @@ func (s *sourceRunner) revokeIssuing(ps []checkpoint.Partition) {
 	s.hostMu.Lock()
 	defer s.hostMu.Unlock()
 	for _, p := range ps {
-		s.iss.Revoke(p)
+		s.host.iss.Revoke(p)
 	}
 }
 
@@ -173,38 +173,40 @@ func (s *sourceRunner) partName(p checkpoint.Partition) string {
 func (s *sourceRunner) partInfo(p checkpoint.Partition) (string, uint64) {
 	s.hostMu.Lock()
 	defer s.hostMu.Unlock()
-	if int(p) < len(s.names) {
-		return s.names[p], s.gens[p]
+	if int(p) < len(s.host.names) {
+		return s.host.names[p], s.host.gens[p]
 	}
 	return fmt.Sprint(p), 0
 }
 
 // committedOf returns p's last committed position, or -1 if none is known.
 func (s *sourceRunner) committedOf(p checkpoint.Partition) checkpoint.Position {
-	s.committedMu.RLock()
-	defer s.committedMu.RUnlock()
-	if int(p) < len(s.committedPos) {
-		return s.committedPos[p]
+	if c := s.committed.Load(); c != nil && int(p) < len(*c) {
+		return (*c)[p]
 	}
 	return -1
 }
 
 // publishCommitted makes the committed positions of states visible to the
-// sinks.
+// sinks: a new slice, never changed once published. Only the checkpointer
+// goroutine calls it.
 func (s *sourceRunner) publishCommitted(states []checkpoint.PartitionState) {
-	s.committedMu.Lock()
-	defer s.committedMu.Unlock()
-	for _, ps := range states {
-		for int(ps.Partition) >= len(s.committedPos) {
-			s.committedPos = append(s.committedPos, -1)
-		}
-		s.committedPos[ps.Partition] = ps.Committed
+	var pos []checkpoint.Position
+	if c := s.committed.Load(); c != nil {
+		pos = slices.Clone(*c)
 	}
+	for _, ps := range states {
+		for int(ps.Partition) >= len(pos) {
+			pos = append(pos, -1)
+		}
+		pos[ps.Partition] = ps.Committed
+	}
+	s.committed.Store(&pos)
 }
 
 // readBeyond reports whether batches of p were read past pos.
 func (s *sourceRunner) readBeyond(p checkpoint.Partition, pos checkpoint.Position) bool {
 	s.hostMu.Lock()
 	defer s.hostMu.Unlock()
-	return int(p) < len(s.readTo) && s.readTo[p] > pos
+	return int(p) < len(s.host.readTo) && s.host.readTo[p] > pos
 }

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Option changes how Run runs a pipeline.
@@ -17,14 +19,21 @@ type options struct {
 	report   func(*Report)
 	mux      *http.ServeMux
 	handover *Handover
+	started  func()
+	gatherer func(prometheus.Gatherer)
+	pause    *Pause
 	hooks    testHooks
 }
 
 // testHooks let tests drive the runtime's time and observe its states without
-// sleeping. They are set only through options defined in export_test.go; in
-// production every field is nil.
+// sleeping. They are the runtime's one kind of test seam: the clock and every
+// hook are fields here, set only through Options (those of export_test.go
+// for the external tests; the internal tests write an Option of their own),
+// never through package variables. In production every field is nil. The
+// build-tagged broken variants (unsafe_*.go) are not seams: they are
+// constants in a normal build.
 type testHooks struct {
-	now           func() time.Time // the clock of batch ages and revoke deadlines
+	now           func() time.Time // the runtime's clock (runtime.now): batch ages, revoke deadlines, the checkpointer's waits, events, dead letters, taps
 	stallTicks    <-chan time.Time // replaces the stall refresh ticker
 	progressTicks <-chan time.Time // replaces the progress display's ticker
 	lingerTicks   <-chan time.Time // replaces every sink's linger timer
@@ -40,10 +49,20 @@ type testHooks struct {
 	// started, with a function that wakes the checkpointer goroutine.
 	stepped func(source string)
 	rewound func(s *sourceRunner, wake func())
+	// paused is called by a poller each time it pauses for backpressure,
+	// with the batches and bytes in flight.
+	paused func(source string, batches, bytes int64)
 }
 
 // WithLogger overrides the default logger (slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithStarted calls f once the run has started: its endpoints listen (on
+// Metrics.Address or the mux of WithServeMux), every sink is open and every
+// goroutine runs. It is not called when Run fails before that. f runs on
+// Run's goroutine and must not block; the command line uses it to tell
+// systemd it is ready.
+func WithStarted(f func()) Option { return func(o *options) { o.started = f } }
 
 // WithServeMux registers the runtime's endpoints (/metrics, /healthz,
 // /readyz, /debug/stalls) on mux, for a program that serves HTTP itself;

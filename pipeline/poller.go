@@ -8,11 +8,9 @@ import (
 
 	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/pipeline/internal/policy"
+	"github.com/weir-etl/weir/pipeline/internal/pollstep"
 )
-
-// pauseHook, when set (by tests, before Run), is called each time a poller
-// pauses for backpressure, with the in-flight batches and bytes.
-var pauseHook func(source string, batches, bytes int64)
 
 type batchInfo struct {
 	bytes  int64
@@ -26,43 +24,23 @@ func signal(c chan struct{}) {
 	}
 }
 func (s *sourceRunner) putBatch(b *connector.Batch) {
-	s.batches.put(b)
+	s.poller.batches.put(b)
 }
 
 // poll is the polling goroutine. It returns when pollCtx is done or the
 // source fails; the runtime then closes the workers' input.
 func (s *sourceRunner) poll(pollCtx, hardCtx context.Context) {
-	s.pollCtx = pollCtx
-	if d, ok := s.src.(connector.Detacher); ok && s.reattach {
-		// Handed on by the run before (handover.go): its read-ahead limit
-		// is the same, and it is open already.
-		if err := d.Reattach(pollCtx, s); err != nil {
-			if pollCtx.Err() == nil {
-				s.rt.fail(fmt.Errorf("pipeline: source %s: reattach: %w", s.spec.Name, err))
-			}
-			return
-		}
-	} else {
-		if l, ok := s.src.(connector.ReadAheadLimiter); ok {
-			l.LimitReadAhead(s.spec.MaxInFlightBytes)
-		}
-		if err := s.src.Open(pollCtx, s); err != nil {
-			if pollCtx.Err() == nil {
-				s.rt.fail(fmt.Errorf("pipeline: source %s: open: %w", s.spec.Name, err))
-			}
-			return
-		}
+	s.poller.pollCtx = pollCtx
+	if !s.open(pollCtx) {
+		return
 	}
 	s.opened.Store(true)
-	s.rewindMu.Lock()
-	s.rewindCtx, s.rewindCancel = context.WithCancelCause(pollCtx)
-	s.rewindMu.Unlock()
-	defer func() {
-		s.rewindMu.Lock()
-		s.rewindCancel(nil)
-		s.rewindMu.Unlock()
-	}()
+	s.poller.rewindCtx = s.rewinds.newContext(pollCtx)
+	defer s.rewinds.stop()
 	for {
+		if !s.rt.o.pause.wait(pollCtx) {
+			return
+		}
 		if err := s.doRewinds(pollCtx, hardCtx); err != nil {
 			s.rt.fail(err)
 			return
@@ -70,38 +48,41 @@ func (s *sourceRunner) poll(pollCtx, hardCtx context.Context) {
 		// Backpressure: wait until in-flight batches and bytes are under the
 		// limits; resolutions come back through the checkpointer goroutine.
 		// At the end of input, wait for a rewind or the stop.
-		if s.eof.Load() || s.inflightBatches.Load() >= int64(s.spec.MaxInFlightBatches) || s.inflightBytes.Load() >= s.spec.MaxInFlightBytes {
-			if pauseHook != nil && !s.eof.Load() {
-				pauseHook(s.spec.Name, s.inflightBatches.Load(), s.inflightBytes.Load())
+		if pollstep.Pause(pollstep.PauseView{EOF: s.eof.Load(), Batches: s.inflightBatches.Load(), Bytes: s.inflightBytes.Load(),
+			MaxBatches: int64(s.spec.MaxInFlightBatches), MaxBytes: s.spec.MaxInFlightBytes}) {
+			if h := s.rt.o.hooks.paused; h != nil && !s.eof.Load() {
+				h(s.spec.Name, s.inflightBatches.Load(), s.inflightBytes.Load())
 			}
 			select {
 			case <-s.credit:
-			case <-s.rewindSig:
-				signal(s.rewindSig) // for doRewinds, at the top of the loop
+			case <-s.rewinds.sig:
+				signal(s.rewinds.sig) // for doRewinds, at the top of the loop
 			case <-pollCtx.Done():
 				return
 			}
 			continue
 		}
-		b := s.batches.get()
-		rctx := s.rewindCtx // only the poller replaces it
+		b := s.poller.batches.get()
+		rctx := s.poller.rewindCtx // only the poller replaces it
 		err := s.src.Poll(rctx, b)
-		if err != nil {
+		switch pollstep.AfterPoll(pollstep.PollView{Err: err != nil, EndOfInput: errors.Is(err, connector.ErrEndOfInput),
+			Stopped: pollCtx.Err() != nil, Rewound: rctx.Err() != nil}) {
+		case pollstep.EndOfInput:
 			s.putBatch(b)
-			switch {
-			case errors.Is(err, connector.ErrEndOfInput):
-				s.eof.Store(true)
-				signal(s.notify)
-				s.rt.flushSinks(s)
-				continue
-			case pollCtx.Err() != nil:
-				return
-			case rctx.Err() != nil:
-				// A rewind interrupted the Poll: no batch, rewind at the top
-				// of the loop. An error that is not the interruption comes
-				// back from the next Poll.
-				continue
-			}
+			s.eof.Store(true)
+			signal(s.notify)
+			s.rt.flushSinks(s)
+			continue
+		case pollstep.Stop:
+			s.putBatch(b)
+			return
+		case pollstep.Again:
+			// A rewind interrupted the Poll: no batch, rewind at the top of
+			// the loop.
+			s.putBatch(b)
+			continue
+		case pollstep.Fail:
+			s.putBatch(b)
 			s.rt.fail(fmt.Errorf("pipeline: source %s: poll: %w", s.spec.Name, err))
 			return
 		}
@@ -125,6 +106,32 @@ func (s *sourceRunner) poll(pollCtx, hardCtx context.Context) {
 	}
 }
 
+// open opens the source, or reattaches it when the run before handed it on
+// (handover.go); it reports whether the source is open.
+func (s *sourceRunner) open(pollCtx context.Context) bool {
+	if d, ok := s.src.(connector.Detacher); ok && s.reattach {
+		// Handed on by the run before (handover.go): its read-ahead limit
+		// is the same, and it is open already.
+		if err := d.Reattach(pollCtx, s); err != nil {
+			if pollCtx.Err() == nil {
+				s.rt.fail(fmt.Errorf("pipeline: source %s: reattach: %w", s.spec.Name, err))
+			}
+			return false
+		}
+	} else {
+		if l, ok := s.src.(connector.ReadAheadLimiter); ok {
+			l.LimitReadAhead(s.spec.MaxInFlightBytes)
+		}
+		if err := s.src.Open(pollCtx, s); err != nil {
+			if pollCtx.Err() == nil {
+				s.rt.fail(fmt.Errorf("pipeline: source %s: open: %w", s.spec.Name, err))
+			}
+			return false
+		}
+	}
+	return true
+}
+
 // checkPositions checks that b's records carry their own positions: offsets
 // from where the batch begins, in order (see connector.Position). Everything
 // that skips records a sink already holds relies on it (see sinkprogress.go):
@@ -134,22 +141,22 @@ func (s *sourceRunner) poll(pollCtx, hardCtx context.Context) {
 // progress only ever reaches a batch's End, so such a record is never
 // skipped before a later batch claims it.
 func (s *sourceRunner) checkPositions(b *connector.Batch) error {
-	start := s.starts[b.Partition]
+	start := s.host.starts[b.Partition]
 	if b.End < start {
 		return fmt.Errorf("pipeline: source %s: partition %s: a batch ends at %d, before where it begins (%d): positions must not go back (see connector.Position)",
-			s.spec.Name, s.names[b.Partition], b.End, start)
+			s.spec.Name, s.host.names[b.Partition], b.End, start)
 	}
 	last := start
 	for i := range b.Records {
 		off := checkpoint.Position(b.Records[i].Origin.Offset)
 		if off < last {
 			return fmt.Errorf("pipeline: source %s: partition %s: record %d of a batch has offset %d, before where the batch begins (%d) or before the record ahead of it: set each record's Origin.Offset to its own position (see connector.Position)",
-				s.spec.Name, s.names[b.Partition], i, off, start)
+				s.spec.Name, s.host.names[b.Partition], i, off, start)
 		}
 		last = off
 	}
-	s.starts[b.Partition] = b.End
-	s.readTo[b.Partition] = max(s.readTo[b.Partition], b.End)
+	s.host.starts[b.Partition] = b.End
+	s.host.readTo[b.Partition] = max(s.host.readTo[b.Partition], b.End)
 	return nil
 }
 
@@ -159,13 +166,13 @@ func (s *sourceRunner) checkPositions(b *connector.Batch) error {
 func (s *sourceRunner) checkAndIssue(b *connector.Batch) (checkpoint.AckRef, string, uint64, error) {
 	s.hostMu.Lock()
 	defer s.hostMu.Unlock()
-	if int(b.Partition) >= len(s.names) || s.iss.Epoch(b.Partition) == 0 {
+	if int(b.Partition) >= len(s.host.names) || s.host.iss.Epoch(b.Partition) == 0 {
 		return checkpoint.AckRef{}, "", 0, fmt.Errorf("pipeline: source %s: poll returned a batch of partition %d, which it never assigned (call Host.Assign first)", s.spec.Name, b.Partition)
 	}
 	if err := s.checkPositions(b); err != nil {
 		return checkpoint.AckRef{}, "", 0, err
 	}
-	return s.iss.Issue(b.Partition, b.End), s.names[b.Partition], s.gens[b.Partition], nil
+	return s.host.iss.Issue(b.Partition, b.End), s.host.names[b.Partition], s.host.gens[b.Partition], nil
 }
 
 // issue gives b's records their references: ref, the batch's, and a clone per
@@ -184,24 +191,23 @@ func (s *sourceRunner) issue(b *connector.Batch, ref checkpoint.AckRef, name str
 	}
 	// The table entry must exist before any reference is released: the
 	// checkpointer looks it up when it drains the resolution.
-	s.tableMu.Lock()
-	s.table[ref.Batch()] = batchInfo{bytes: bytes, issued: s.rt.now()}
-	s.tableMu.Unlock()
+	ib := issuedBatch{id: ref.Batch(), batchInfo: batchInfo{bytes: bytes, issued: s.rt.now()}}
+	s.issued.send(ib, s.notify)
 	s.inflightBatches.Add(1)
 	s.inflightBytes.Add(bytes)
 	s.mIssued.Inc()
 	s.mRecordsOut.Add(float64(len(b.Records)))
 	s.rt.totalIn.Add(int64(len(b.Records)))
-	s.read += int64(len(b.Records))
+	s.poller.read += int64(len(b.Records))
 	n := len(b.Records)
 	if n == 0 {
 		ref.Release(checkpoint.Delivered)
 		return
 	}
 	for i := range n - 1 {
-		b.Records[i].Ack = ref.Clone()
+		*refOf(&b.Records[i]) = ref.Clone()
 	}
-	b.Records[n-1].Ack = ref
+	*refOf(&b.Records[n-1]) = ref
 }
 
 // doRewinds seeks every partition the checkpointer asked to replay back to
@@ -210,31 +216,29 @@ func (s *sourceRunner) issue(b *connector.Batch, ref checkpoint.AckRef, name str
 // context if a request cancelled the last one.
 func (s *sourceRunner) doRewinds(pollCtx, ctx context.Context) error {
 	select {
-	case <-s.rewindSig:
+	case <-s.rewinds.sig:
 	default:
 		// The request cancels before it signals: a Poll may have seen the
 		// cancellation first.
-		if s.rewindCtx.Err() == nil {
+		if s.poller.rewindCtx.Err() == nil {
 			return nil
 		}
 	}
-	s.rewindMu.Lock()
-	reqs := s.rewinds
-	s.rewinds = nil
-	if s.rewindCtx.Err() != nil && pollCtx.Err() == nil {
-		s.rewindCtx, s.rewindCancel = context.WithCancelCause(pollCtx)
+	// A fresh context first, then the requests: a request pushed after the
+	// take cancels the fresh context, so the next Poll returns for it.
+	if s.poller.rewindCtx.Err() != nil && pollCtx.Err() == nil {
+		s.poller.rewindCtx = s.rewinds.newContext(pollCtx)
 	}
-	s.rewindMu.Unlock()
-	for _, r := range reqs {
-		if !s.sameEpoch(r.Partition, r.Epoch) {
-			continue // revoked or re-assigned since
-		}
-		// Not at the end of input any more, and said so before the new
-		// epoch starts: the checkpointer goroutine, seeing the partition
-		// unblocked and nothing in flight, would otherwise take a source
-		// still marked at its end for finished, and end the run with the
-		// replay unread.
+	v := pollstep.RewindView{Requests: s.rewinds.take()}
+	if len(v.Requests) == 0 {
+		return nil
+	}
+	v.Epochs = s.epochs(v.Requests)
+	rd := pollstep.Rewinds(v)
+	if rd.ClearEOF {
 		s.eof.Store(false)
+	}
+	for _, r := range rd.Seeks {
 		if err := s.src.Seek(ctx, r.Partition, r.Position); err != nil {
 			return fmt.Errorf("pipeline: source %s: seek partition %s to %d for a rewind: %w", s.spec.Name, s.partName(r.Partition), r.Position, err)
 		}
@@ -247,10 +251,15 @@ func (s *sourceRunner) doRewinds(pollCtx, ctx context.Context) error {
 	return nil
 }
 
-func (s *sourceRunner) sameEpoch(p checkpoint.Partition, e checkpoint.Epoch) bool {
+// epochs returns the current epoch of each request's partition.
+func (s *sourceRunner) epochs(rs []policy.Rewind) []checkpoint.Epoch {
 	s.hostMu.Lock()
 	defer s.hostMu.Unlock()
-	return s.iss.Epoch(p) == e
+	es := make([]checkpoint.Epoch, len(rs))
+	for i, r := range rs {
+		es[i] = s.host.iss.Epoch(r.Partition)
+	}
+	return es
 }
 
 // restart starts a new epoch of p at pos after a rewind's Seek, unless p was
@@ -258,9 +267,9 @@ func (s *sourceRunner) sameEpoch(p checkpoint.Partition, e checkpoint.Epoch) boo
 func (s *sourceRunner) restart(p checkpoint.Partition, e checkpoint.Epoch, pos checkpoint.Position) {
 	s.hostMu.Lock()
 	defer s.hostMu.Unlock()
-	if s.iss.Epoch(p) != e {
+	if s.host.iss.Epoch(p) != e {
 		return
 	}
-	s.iss.Assign(p, pos)
-	s.starts[p] = pos
+	s.host.iss.Assign(p, pos)
+	s.host.starts[p] = pos
 }

@@ -71,7 +71,7 @@ func TestPartitionIDsAreReused(t *testing.T) {
 	}
 	s := rt.sources[0]
 	s.hostMu.Lock()
-	names, byName := len(s.names), len(s.byName)
+	names, byName := len(s.host.names), len(s.host.byName)
 	s.hostMu.Unlock()
 	if src.done != rotations {
 		t.Fatalf("%d rotations done, want %d", src.done, rotations)

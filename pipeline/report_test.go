@@ -58,3 +58,27 @@ func TestReportSummarisesTheRun(t *testing.T) {
 		}
 	}
 }
+
+// Guarantee: the summary counts as English does, and says so when nothing
+// was committed rather than "positions summing to 0".
+func TestReportWords(t *testing.T) {
+	r := &pipeline.Report{Sources: []pipeline.SourceReport{
+		{Name: "a", Read: 1, Partitions: 1, Committed: 7, Behind: []string{"a/0"}, Unread: map[string]int64{"files_gone": 1}},
+		{Name: "b", Read: 0, Partitions: 3},
+		{Name: "c"},
+	}}
+	s := r.String()
+	for _, want := range []string{"1 record read", "1 byte unread", "1 partition left behind", "committed 1 partition, positions summing to 7",
+		"nothing committed past the start of 3 partitions", "no partitions to commit"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "summing to 0") {
+		t.Errorf("summary says positions summing to 0:\n%s", s)
+	}
+	e := &pipeline.IncompleteError{Partitions: []pipeline.PartitionRef{{Source: "orders", Partition: "orders/0"}, {Source: "orders", Partition: "orders/1"}, {Source: "files", Partition: "/var/log/a.log"}}, InFlight: 1}
+	if got, want := e.Error(), "3 partitions behind (source orders: orders/0, orders/1; source files: /var/log/a.log), 1 batch unresolved"; !strings.Contains(got, want) {
+		t.Errorf("IncompleteError = %q, want it to hold %q", got, want)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/pipeline/internal/sinkstep"
 	"github.com/weir-etl/weir/record"
 )
 
@@ -22,8 +23,8 @@ func (s *sinkRunner) failGroup(st checkpoint.AckStatus) {
 }
 func (s *sinkRunner) fail(recs []record.Record, st checkpoint.AckStatus) {
 	for i := range recs {
-		if !recs[i].Ack.IsZero() {
-			s.set.Add(&recs[i].Ack)
+		if !refOf(&recs[i]).IsZero() {
+			s.set.Add(refOf(&recs[i]))
 		}
 	}
 	s.set.Fail(st)
@@ -37,34 +38,35 @@ func (s *sinkRunner) fail(recs []record.Record, st checkpoint.AckStatus) {
 // smaller parts first.
 func (s *sinkRunner) retry(ctx context.Context, err error) {
 	r := s.spec.Retry
+	set := sinkstep.Settings{MaxAttempts: r.MaxAttempts, MaxElapsed: r.MaxElapsed, MaxBackoff: r.MaxBackoff}
 	start := time.Now()
-	backoff := r.InitialBackoff
-	split := false
-	for attempt := 1; ; attempt++ {
+	v := sinkstep.RetryView{Backoff: r.InitialBackoff}
+	for v.Attempt = 1; ; v.Attempt++ {
 		s.rt.m.writeErrors.WithLabelValues(s.spec.Name).Inc()
 		s.noteFailure(err, "write")
 		if aerr := s.spec.Sink.Abort(ctx); aerr != nil {
 			s.log.Warn("abort failed", "err", aerr)
 		}
-		if tooLarge(err) && len(s.group) > 1 && !split {
-			// Once per retry: a part that still fails alone is a failure
-			// like any other, retried with backoff and then given up on.
-			split = true
+		v.TooLarge, v.Records, v.Elapsed, v.Stopping, v.Rand = tooLarge(err), len(s.group), time.Since(start), ctx.Err() != nil, rand.Uint64()
+		rd := sinkstep.Retry(set, v)
+		if rd.WriteInParts {
+			v.Split = true
 			if err = s.writeInParts(ctx); err == nil {
 				return
 			}
+			v.TooLarge, v.Records, v.Elapsed, v.Stopping = tooLarge(err), len(s.group), time.Since(start), ctx.Err() != nil
+			rd = sinkstep.Retry(set, v)
 		}
-		wait := backoff/2 + rand.N(backoff/2+1)
-		if attempt >= r.MaxAttempts || time.Since(start)+wait > r.MaxElapsed || ctx.Err() != nil {
+		if rd.GiveUp {
 			break
 		}
-		t := time.NewTimer(wait)
+		t := time.NewTimer(rd.Wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
 		}
-		backoff = min(backoff*2, r.MaxBackoff)
+		v.Backoff = rd.NextBackoff
 		var recs []record.Record
 		if recs, err = s.rewrite(ctx, s.group); err == nil {
 			s.group = recs
@@ -83,19 +85,30 @@ func (s *sinkRunner) retry(ctx context.Context, err error) {
 			return
 		}
 	}
-	policy := s.spec.OnFailure
-	if d := s.health.failingFor(s.rt.now()); policy == Rewind && s.spec.GiveUpAfter > 0 && d >= s.spec.GiveUpAfter {
-		policy = Halt
-		if s.spec.OnGiveUp == GiveUpDeadLetter {
-			policy = DeadLetter
-		}
+	s.giveUp(ctx, err)
+}
+
+// giveUp applies what sinkstep.GiveUp decides to the group whose retries ran
+// out: its failure policy, on the whole group or through isolate.
+func (s *sinkRunner) giveUp(ctx context.Context, err error) {
+	d := s.health.failingFor(s.rt.now())
+	g := sinkstep.GiveUp(sinkstep.GiveUpView{OnFailure: stepPolicy(s.spec.OnFailure), GiveUpAfter: s.spec.GiveUpAfter,
+		OnGiveUp: stepGiveUp(s.spec.OnGiveUp), FailingFor: d, Records: len(s.group), Stopping: ctx.Err() != nil,
+		GiveUps: s.giveUps, NoIsolation: unsafeIsolate == "whole"})
+	s.giveUps = g.GiveUps
+	policy := failurePolicy(g.Policy)
+	if g.GaveUp {
 		s.health.giveUp()
 		err = fmt.Errorf("gave up after failing for %v (give_up_after %v): %w", d.Round(time.Second), s.spec.GiveUpAfter, err)
 		s.rt.events.add(Event{Kind: EventGaveUp, Sink: s.spec.Name, Message: fmt.Sprintf("on_give_up %s: %v", policy, err)})
 	}
-	// Logged the first time and then at doubling counts: a sink that fails
-	// for good gives up on a group at every rewind.
-	if s.giveUps++; s.giveUps&(s.giveUps-1) == 0 || policy != s.spec.OnFailure {
+	if g.Isolate {
+		// A failure may belong to a few records only: find them, rather than
+		// send the whole group to the dead letter.
+		s.isolate(ctx, err, g.Log)
+		return
+	}
+	if g.Log {
 		s.log.Error("write failed; giving up on the group", "records", len(s.group), "policy", policy.String(), "times", s.giveUps, "err", err)
 	}
 	recs := s.group
@@ -105,6 +118,35 @@ func (s *sinkRunner) retry(ctx context.Context, err error) {
 	clear(recs)
 	s.group = recs[:0]
 	s.resetGroup()
+}
+
+// stepPolicy, stepGiveUp and failurePolicy translate the Spec's failure
+// policies to and from sinkstep's.
+func stepPolicy(p FailurePolicy) sinkstep.Policy {
+	switch p {
+	case Halt:
+		return sinkstep.Halt
+	case DeadLetter:
+		return sinkstep.DeadLetter
+	}
+	return sinkstep.Rewind
+}
+
+func stepGiveUp(p GiveUpPolicy) sinkstep.Policy {
+	if p == GiveUpDeadLetter {
+		return sinkstep.DeadLetter
+	}
+	return sinkstep.Halt
+}
+
+func failurePolicy(p sinkstep.Policy) FailurePolicy {
+	switch p {
+	case sinkstep.Halt:
+		return Halt
+	case sinkstep.DeadLetter:
+		return DeadLetter
+	}
+	return Rewind
 }
 
 // tooLarge reports whether err says a group was too large to be written as
@@ -188,8 +230,8 @@ func (s *sinkRunner) applyPolicy(ctx context.Context, policy FailurePolicy, recs
 		s.rt.m.rejected.WithLabelValues(s.spec.Name).Add(float64(len(recs)))
 		for i := range recs {
 			s.holdRejected(&recs[i])
-			if !recs[i].Ack.IsZero() {
-				s.rt.noteReject(&rejection{component: "sink " + s.spec.Name, origin: recs[i].Origin, batch: recs[i].Ack.Batch(), err: err})
+			if !refOf(&recs[i]).IsZero() {
+				s.rt.noteReject(&rejection{component: "sink " + s.spec.Name, origin: recs[i].Origin, batch: refOf(&recs[i]).Batch(), err: err})
 			}
 		}
 	}
@@ -199,8 +241,8 @@ func (s *sinkRunner) applyPolicy(ctx context.Context, policy FailurePolicy, recs
 	case Halt:
 		he := &HaltError{Sink: s.spec.Name, Err: err}
 		for i := range recs {
-			if !recs[i].Ack.IsZero() {
-				he.Batch = recs[i].Ack.Batch()
+			if !refOf(&recs[i]).IsZero() {
+				he.Batch = refOf(&recs[i]).Batch()
 				he.Source, he.Partition = recs[i].Origin.Source, recs[i].Origin.Partition
 				break
 			}

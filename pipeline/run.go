@@ -35,9 +35,12 @@ func Run(ctx context.Context, spec *Spec, opts ...Option) error {
 		f(&o)
 	}
 	rt := &runtime{g: g, o: o, log: o.logger, m: newMetrics(), now: time.Now, stopCh: make(chan struct{}), allDone: make(chan struct{}),
-		rejects: map[checkpoint.BatchID]*rejection{}, chunks: make(chunkList, freeListSize)}
+		chunks: make(chunkList, freeListSize)}
 	if o.hooks.now != nil {
 		rt.now = o.hooks.now
+	}
+	if o.gatherer != nil {
+		o.gatherer(rt.m.reg)
 	}
 	return rt.run(ctx)
 }
@@ -48,6 +51,10 @@ type runtime struct {
 	o   options
 	log *slog.Logger
 	m   *metrics
+	// now is the runtime's one clock: time.Now, or the test hook's. What a
+	// time is stored for and compared with reads it; durations measured
+	// for metrics and the Report, the status's rates and the retry budgets
+	// keep the monotonic time.Now.
 	now func() time.Time
 
 	sources []*sourceRunner
@@ -64,21 +71,22 @@ type runtime struct {
 	inMu     sync.RWMutex
 	inClosed bool
 
-	stopping   atomic.Bool   // no more rewinds: the pipeline is shutting down
-	unfinished atomic.Int64  // sources not finished yet
+	stopping   atomic.Bool   // no more rewinds: the pipeline is shutting down; set by fail and shutdown, read by the checkpointer goroutines
+	unfinished atomic.Int64  // sources not finished yet: counted down by the checkpointer goroutines
 	allDone    chan struct{} // closed when every source finished
 	stopOnce   sync.Once
-	stopCh     chan struct{} // closed by fail
-	errMu      sync.Mutex
-	err        error
+	stopCh     chan struct{}         // closed by fail
+	err        atomic.Pointer[error] // the first failure: set once, by whoever fails first
 
-	rejectMu sync.Mutex
-	rejects  map[checkpoint.BatchID]*rejection // first rejections, for halt messages
+	rejects rejectList // first rejections, for halt messages: pushed by the workers, read by the checkpointer goroutines
 
-	stallMu sync.Mutex
-	stallBy [][]Stall // by source
+	// stallBy is the latest stall snapshot of each source, by source index:
+	// written only by that source's checkpointer goroutine, a new slice each
+	// time, read by /debug/stalls and the status.
+	stallBy []atomic.Pointer[[]Stall]
 
-	// Totals for the progress display, added per batch and per group.
+	// Totals for the progress display and the status: totalIn added by the
+	// pollers per batch, totalOut by the sinks and persisters per group.
 	totalIn, totalOut atomic.Int64
 
 	trCounts []trCount // by transform: totals for the Report, added per batch
@@ -99,28 +107,10 @@ type rejection struct {
 	err       error
 }
 
-func (rt *runtime) noteReject(r *rejection) {
-	rt.rejectMu.Lock()
-	defer rt.rejectMu.Unlock()
-	if _, ok := rt.rejects[r.batch]; !ok && len(rt.rejects) < 1024 {
-		rt.rejects[r.batch] = r
-	}
-}
-func (rt *runtime) rejection(id checkpoint.BatchID) *rejection {
-	rt.rejectMu.Lock()
-	defer rt.rejectMu.Unlock()
-	return rt.rejects[id]
-}
-
 // fail stops the pipeline with err; the first error wins.
 func (rt *runtime) fail(err error) {
 	rt.stopping.Store(true)
-	rt.errMu.Lock()
-	first := rt.err == nil
-	if first {
-		rt.err = err
-	}
-	rt.errMu.Unlock()
+	first := rt.err.CompareAndSwap(nil, &err)
 	if first {
 		rt.log.Error("pipeline stopping", "err", err)
 		rt.events.add(Event{Kind: EventStopping, Message: err.Error()})
@@ -128,9 +118,10 @@ func (rt *runtime) fail(err error) {
 	rt.stopOnce.Do(func() { close(rt.stopCh) })
 }
 func (rt *runtime) firstErr() error {
-	rt.errMu.Lock()
-	defer rt.errMu.Unlock()
-	return rt.err
+	if e := rt.err.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 func (rt *runtime) run(ctx context.Context) error {
 	start := time.Now()
@@ -138,6 +129,13 @@ func (rt *runtime) run(ctx context.Context) error {
 	if err != nil {
 		rt.taps.close()
 		rt.status.stopped.Store(true) // an embedder's mux may still be asked
+		if ctx.Err() != nil {
+			// Asked to stop while a sink was opening (a SIGTERM at start):
+			// no source was opened and nothing read, so this is a stop, not
+			// a failure, as a source's Open cut short by the stop is.
+			rt.log.Info("stopped while opening: nothing was read", "cause", err)
+			return nil
+		}
 		return err
 	}
 	defer srv.stop()
@@ -145,6 +143,9 @@ func (rt *runtime) run(ctx context.Context) error {
 	defer gs.hardCancel()
 	if h := rt.o.hooks.started; h != nil {
 		h(rt)
+	}
+	if rt.o.started != nil {
+		rt.o.started()
 	}
 	select {
 	case <-ctx.Done():
@@ -188,7 +189,7 @@ func (rt *runtime) open(ctx context.Context) (server, error) {
 			rt.sinks[i].dl = rt.sinks[d]
 		}
 	}
-	rt.stallBy = make([][]Stall, len(sp.Sources))
+	rt.stallBy = make([]atomic.Pointer[[]Stall], len(sp.Sources))
 	rt.byName = map[string]*sourceRunner{}
 	if h := rt.o.handover; h != nil {
 		h.begin()
@@ -238,6 +239,7 @@ type goroutines struct {
 	pollers, workers, sinks sync.WaitGroup
 	checkpointers           sync.WaitGroup
 	final                   chan struct{} // the checkpointers' last round
+	stopWatch, watched      chan struct{} // stop the stall watcher; closed when it returned
 	stopProgress            func()
 }
 
@@ -273,6 +275,11 @@ func (rt *runtime) start(ctx context.Context) *goroutines {
 		gs.checkpointers.Go(func() { s.checkpoint(gs.hardCtx, gs.final) })
 		gs.pollers.Go(func() { s.poll(pollCtx, gs.hardCtx) })
 	}
+	gs.stopWatch, gs.watched = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(gs.watched)
+		rt.watch(gs.stopWatch)
+	}()
 	gs.stopProgress = rt.progress()
 	return gs
 }
@@ -319,6 +326,8 @@ func (rt *runtime) shutdown(gs *goroutines) {
 	gs.sinks.Wait()
 	close(gs.final)
 	gs.checkpointers.Wait()
+	close(gs.stopWatch)
+	<-gs.watched
 	gs.stopProgress()
 }
 
@@ -349,10 +358,10 @@ func (rt *runtime) closeAll(ctx context.Context) []error {
 func (rt *runtime) incomplete() error {
 	e := &IncompleteError{}
 	for _, s := range rt.sources {
-		for _, p := range s.leftBehind {
-			e.Partitions = append(e.Partitions, s.spec.Name+"/"+p)
+		for _, p := range s.ck.leftBehind {
+			e.Partitions = append(e.Partitions, PartitionRef{Source: s.spec.Name, Partition: p})
 		}
-		e.InFlight += s.leftInFlight
+		e.InFlight += s.ck.leftInFlight
 	}
 	if len(e.Partitions) == 0 && e.InFlight == 0 {
 		return nil

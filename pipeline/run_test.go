@@ -339,7 +339,7 @@ func TestStalledSinkBoundsInFlight(t *testing.T) {
 			sp.Sources[0].MaxInFlightBytes = tc.bytes
 			ctx, cancel := context.WithCancel(context.Background())
 			paused := make(chan struct{}, 1)
-			pipeline.SetPauseHook(func(_ string, batches, bytes int64) {
+			pause := pipeline.WithPauseHook(func(_ string, batches, bytes int64) {
 				if tc.batches > 0 && batches > int64(tc.batches) {
 					t.Errorf("in flight %d batches, limit %d", batches, tc.batches)
 				}
@@ -348,9 +348,8 @@ func TestStalledSinkBoundsInFlight(t *testing.T) {
 				default:
 				}
 			})
-			defer pipeline.SetPauseHook(nil)
 			done := make(chan error, 1)
-			go func() { done <- pipeline.Run(ctx, sp, quiet) }()
+			go func() { done <- pipeline.Run(ctx, sp, quiet, pause) }()
 			<-gs.entered
 			<-paused
 			if got := src.polled.Load(); got > tc.wantMaxPolls {

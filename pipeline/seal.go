@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/weir-etl/weir/checkpoint"
@@ -19,13 +18,18 @@ var errEarlierGroupFailed = errors.New("pipeline: not persisted: a group sealed 
 // sealedGroup is a group sealed and handed to the persister.
 type sealedGroup struct {
 	recs    []record.Record // keeping their references until the outcome; acknowledged and cleared by the persister
-	held    []checkpoint.BatchID
+	held    *heldBuf
 	entries []progressEntry
 	kept    []keptPosition
 	round   uint64
 	sg      connector.SealedGroup
 	sealed  time.Time
 	err     error // Persist's
+	// For the adapted group size: the group's records and value bytes, how
+	// long it took to fill, and how long Persist took.
+	n          int
+	bytes      int64
+	fill, took time.Duration
 }
 
 // persist is the persister: it makes sealed groups durable one at a time,
@@ -49,8 +53,9 @@ func (s *sinkRunner) persist(ctx context.Context, done chan<- struct{}) {
 				s.log.Warn("discarding a group whose persist failed", "err", err)
 			}
 		} else {
-			s.mFlushTime.Observe(time.Since(g.sealed).Seconds())
-			s.ack(&s.pset, g.recs)
+			g.took = time.Since(g.sealed)
+			s.mFlushTime.Observe(g.took.Seconds())
+			s.ack(&s.pers.pset, g.recs)
 			clear(g.recs)
 			g.recs = g.recs[:0]
 		}
@@ -83,12 +88,11 @@ func (s *sinkRunner) seal(ctx context.Context) {
 		return
 	}
 	g.sg, g.sealed, g.err, g.round = sg, start, nil, s.round
+	g.n, g.bytes, g.fill = len(s.group), s.groupBytes, s.size.sealed(start)
 	g.recs, s.group = s.group, g.recs[:0]
 	g.entries, s.entries = s.entries, g.entries[:0]
-	s.heldMu.Lock()
-	g.held, s.held = s.held, g.held[:0]
-	s.sealed = append(s.sealed, g)
-	s.heldMu.Unlock()
+	g.held = s.held.drop()
+	s.held.sealedGroup(g.held)
 	s.resetGroup()
 	s.out++
 	s.toPersist <- g // never blocks: out <= Overlap, the channel's capacity
@@ -101,15 +105,12 @@ func (s *sinkRunner) back() *sealedGroup { return s.returned(<-s.persisted) }
 func (s *sinkRunner) returned(g *sealedGroup) *sealedGroup {
 	s.out--
 	if g.err == nil {
+		s.size.observe(g.n, g.bytes, g.fill, g.took, s.spec.Batch.MaxBytes)
 		s.noteSuccess()
 		resolveEntries(g.entries, entryDone)
 		noteStored(g.kept)
 	}
-	s.heldMu.Lock()
-	if i := slices.Index(s.sealed, g); i >= 0 {
-		s.sealed = slices.Delete(s.sealed, i, i+1)
-	}
-	s.heldMu.Unlock()
+	s.held.returned(g.held)
 	return g
 }
 
@@ -126,17 +127,19 @@ func (s *sinkRunner) reuse(g *sealedGroup) {
 	clear(g.recs)
 	clear(g.entries)
 	clear(g.kept)
-	g.recs, g.held, g.entries, g.kept = g.recs[:0], g.held[:0], g.entries[:0], g.kept[:0]
+	g.recs, g.held, g.entries, g.kept = g.recs[:0], nil, g.entries[:0], g.kept[:0]
 	s.spare = append(s.spare, g)
 }
 
 // recover handles a failed Seal (failed is nil) or Persist (failed is the
 // group). It waits for every group still at the persister, acknowledging
-// those that became durable, puts the records of the failed ones in front of
-// the current group's, and retries the lot synchronously: retry's Abort
-// discards the current group in the sink, and its Flush writes everything
-// again. Groups sealed later may so become visible before the failed one's
-// records do; the runtime acknowledges by batch, never by order.
+// those that became durable, and retries each failed one on its own, in
+// sealing order, synchronously, so that none grows past MaxRecords: the
+// first retry's Abort discards the current group in the sink too, and its
+// records are written again after them, as the current group still (after
+// a failed Seal, flushed at once). Groups sealed later may so become visible
+// before the failed one's records do; the runtime acknowledges by batch,
+// never by order.
 func (s *sinkRunner) recover(ctx context.Context, failed *sealedGroup, err error) {
 	var back []*sealedGroup
 	if failed != nil {
@@ -151,24 +154,44 @@ func (s *sinkRunner) recover(ctx context.Context, failed *sealedGroup, err error
 		back = append(back, g)
 	}
 	s.round++
-	if len(back) > 0 {
-		var recs []record.Record
-		var entries []progressEntry
-		s.heldMu.Lock()
-		for _, g := range back {
-			recs = append(recs, g.recs...)
-			entries = append(entries, g.entries...)
-			s.held = append(s.held, g.held...)
-		}
-		s.heldMu.Unlock()
-		recs = append(recs, s.group...)
-		entries = append(entries, s.entries...)
-		clear(s.group)
-		s.group = recs // groupBytes stays stale: retry resets the group whatever its outcome
-		s.entries = entries
-		for _, g := range back {
-			s.reuse(g)
-		}
+	if len(back) == 0 {
+		s.retry(ctx, err)
+		return
 	}
-	s.retry(ctx, err)
+	cur, entries := s.group, s.entries
+	s.group, s.entries = nil, nil
+	for _, g := range back {
+		s.group, s.entries = g.recs, g.entries
+		s.held.drop()
+		for _, id := range g.held.list() {
+			s.held.note(id)
+		}
+		s.lastRef = checkpoint.AckRef{}
+		if s.halted || ctx.Err() != nil {
+			s.failGroup(checkpoint.Failed)
+		} else {
+			s.retry(ctx, g.err)
+		}
+		g.recs, g.entries = s.group[:0], s.entries[:0]
+		s.reuse(g)
+	}
+	// The current group again, in a slice of its own, written to the sink
+	// anew (the first Abort discarded it there).
+	s.group, s.entries = nil, entries
+	s.groupBytes = 0
+	s.held.drop()
+	s.lastRef = checkpoint.AckRef{}
+	if len(cur) == 0 {
+		return
+	}
+	if s.halted || ctx.Err() != nil {
+		s.group = cur
+		s.failGroup(checkpoint.Failed)
+		return
+	}
+	s.write(ctx, cur)
+	clear(cur)
+	if failed == nil {
+		s.flush(ctx)
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,6 +47,7 @@ type sinkRunner struct {
 
 	group      []record.Record
 	groupBytes int64
+	size       groupSizer // the record count at which a group closes (linger.go)
 	set        checkpoint.AckSet
 	timer      *time.Timer
 	timerOn    bool
@@ -60,17 +60,15 @@ type sinkRunner struct {
 	linger   *time.Timer
 	lingerOn bool
 
-	// For the Report, read after the sink goroutine returned. The persister
-	// counts written too.
+	// For the Report, read after the sink goroutine returned (written also
+	// by the status while it runs). The sink goroutine and the persister
+	// add to written.
 	written atomic.Int64
 	failed  int64
 
-	// held lists the batches the current group holds references of, for the
-	// stall explainer; the sink goroutine writes it, /debug/stalls reads it.
-	// sealed lists the groups at the persister, whose held lists count too.
-	heldMu  sync.Mutex
-	held    []checkpoint.BatchID
-	sealed  []*sealedGroup
+	// held lists the batches the current group, and the groups at the
+	// persister, hold references of (held.go).
+	held    heldLists
 	lastRef checkpoint.AckRef // last reference noted in held (compared, never released)
 
 	// With a Sealer (nil otherwise): groups go to the persister on toPersist
@@ -79,9 +77,11 @@ type sinkRunner struct {
 	sealer    connector.Sealer
 	toPersist chan *sealedGroup
 	persisted chan *sealedGroup
-	out       int               // groups sent and not yet back
-	spare     []*sealedGroup    // groups back, for reuse with their slices
-	pset      checkpoint.AckSet // the persister's
+	out       int            // groups sent and not yet back
+	spare     []*sealedGroup // groups back, for reuse with their slices
+	// pers is the persister's alone: the sink goroutine never touches it.
+	// written (an atomic), toPersist and persisted are what cross.
+	pers persisterState
 	// round counts the recoveries from a failed Seal or Persist. For a
 	// PositionKeeper the persister persists nothing more of the round in
 	// which a Persist failed: groups become durable strictly in sealing
@@ -97,8 +97,9 @@ type sinkRunner struct {
 	keeper   connector.PositionKeeper
 	gpos     []connector.GroupPosition
 	stamp    uint64
-	skipped  atomic.Int64
+	skipped  atomic.Int64 // records a replay skipped: added by the sink goroutine, read by the status and the Report
 	mSkipped prometheus.Counter
+	mHeld    prometheus.Counter // weir_sink_already_held_total, for an exactly-once sink; nil otherwise
 
 	health    sinkHealth
 	mFailures prometheus.Gauge
@@ -106,6 +107,12 @@ type sinkRunner struct {
 	caughtUpAt time.Time  // the last flush because a source caught up
 	caughtSeen [][]uint64 // by source, then worker: the last caught-up request seen (caughtup.go)
 	giveUps    int        // groups given up on, for logging with backoff
+}
+
+// persisterState is the persister's alone (seal.go): the sink goroutine
+// never touches it.
+type persisterState struct {
+	pset checkpoint.AckSet // acknowledges the groups the persister made durable
 }
 
 func (s *sinkRunner) run(ctx context.Context) {
@@ -118,6 +125,7 @@ func (s *sinkRunner) run(ctx context.Context) {
 		lingerC = t
 	}
 	defer s.linger.Stop()
+	s.size = newGroupSizer(s.spec.Batch, time.Now())
 	if k, ok := s.spec.Sink.(connector.PositionKeeper); ok && !s.spec.NoAcknowledgements {
 		s.keeper = k
 	}
@@ -180,31 +188,73 @@ func (s *sinkRunner) handle(ctx context.Context, c chunk) {
 		// The sink never holds the watermark back: handing a record over is
 		// its delivery.
 		for i := range recs {
-			recs[i].Ack.Release(checkpoint.Delivered)
+			refOf(&recs[i]).Release(checkpoint.Delivered)
 		}
 	}
+	var pp *partProgress
 	if c.src != nil && !s.spec.NoAcknowledgements && len(recs) > 0 && !s.halted && ctx.Err() == nil {
-		var pp *partProgress
 		pp, recs = s.progressOf(ctx, &c, recs)
-		if len(recs) > 0 {
-			s.entries = append(s.entries, pp.accept(checkpoint.Position(recs[0].Origin.Offset), c.end))
-		}
 	}
-	if s.halted || ctx.Err() != nil {
-		// After a halt nothing more is written; after the shutdown deadline
-		// nothing more can be. Either way these records are not delivered.
-		s.failed += int64(len(recs))
-		s.fail(recs, checkpoint.Failed)
-		s.failEntries()
-	} else if len(recs) > 0 {
+	if len(recs) > 0 && !s.halted && ctx.Err() == nil {
 		s.tapIn(recs)
-		s.write(ctx, recs)
+	}
+	for len(recs) > 0 {
+		if s.halted || ctx.Err() != nil {
+			// After a halt nothing more is written; after the shutdown deadline
+			// nothing more can be. Either way these records are not delivered.
+			if pp != nil {
+				s.entries = append(s.entries, pp.accept(checkpoint.Position(recs[0].Origin.Offset), c.end))
+			}
+			s.failed += int64(len(recs))
+			s.fail(recs, checkpoint.Failed)
+			s.failEntries()
+			break
+		}
+		// A chunk larger than what is left of the group is split: the group
+		// never holds more than MaxRecords (see room).
+		n := s.room(recs)
+		if n == 0 {
+			s.flush(ctx)
+			continue
+		}
+		if pp != nil {
+			end := c.end
+			if n < len(recs) {
+				end = min(end, checkpoint.Position(recs[n].Origin.Offset))
+			}
+			s.entries = append(s.entries, pp.accept(checkpoint.Position(recs[0].Origin.Offset), end))
+		}
+		s.write(ctx, recs[:n])
+		recs = recs[n:]
+		if len(s.group) >= s.groupMax() || s.groupBytes >= s.spec.Batch.MaxBytes {
+			s.flush(ctx)
+		}
 	}
 	s.rt.chunks.put(c.recs)
-	if len(s.group) >= s.spec.Batch.MaxRecords || s.groupBytes >= s.spec.Batch.MaxBytes {
-		s.flush(ctx)
-	}
 	s.noteInput()
+}
+
+// room returns how many of recs, a chunk's records, the current group takes:
+// as many as fit below MaxRecords, but never a part of the records that
+// share one offset (a transform's outputs of one input), since a part's
+// progress entry ends at the offset of the first record left out. It is
+// zero when not even those fit but the group is not empty: the group is
+// flushed first. An empty group takes at least the first run of equal
+// offsets, however long.
+func (s *sinkRunner) room(recs []record.Record) int {
+	free := s.groupMax() - len(s.group)
+	if free >= len(recs) {
+		return len(recs)
+	}
+	n := max(free, 0)
+	for n > 0 && recs[n].Origin.Offset == recs[n-1].Origin.Offset {
+		n--
+	}
+	if n == 0 && len(s.group) == 0 {
+		for n = 1; n < len(recs) && recs[n].Origin.Offset == recs[0].Origin.Offset; n++ {
+		}
+	}
+	return n
 }
 
 // write hands recs to the sink, resolving a record it rejects alone.
@@ -237,20 +287,12 @@ func (s *sinkRunner) add(recs []record.Record) {
 		s.timer.Reset(s.spec.Batch.MaxAge)
 		s.timerOn = true
 	}
-	noted := false
 	for i := range recs {
 		s.groupBytes += int64(recs[i].Size())
-		if r := recs[i].Ack; !r.IsZero() && r != s.lastRef {
-			if !noted {
-				s.heldMu.Lock()
-				noted = true
-			}
-			s.held = append(s.held, r.Batch())
+		if r := *refOf(&recs[i]); !r.IsZero() && r != s.lastRef {
+			s.held.note(r.Batch())
 			s.lastRef = r
 		}
-	}
-	if noted {
-		s.heldMu.Unlock()
 	}
 	s.group = append(s.group, recs...)
 }
@@ -270,12 +312,15 @@ func (s *sinkRunner) flush(ctx context.Context) {
 		return
 	}
 	start := time.Now()
+	fill, n, bytes := s.size.sealed(start), len(s.group), s.groupBytes
 	s.kept = s.givePositions(s.entries, s.kept)
 	if err := s.spec.Sink.Flush(ctx); err != nil {
 		s.retry(ctx, err)
 		return
 	}
-	s.mFlushTime.Observe(time.Since(start).Seconds())
+	took := time.Since(start)
+	s.mFlushTime.Observe(took.Seconds())
+	s.size.observe(n, bytes, fill, took, s.spec.Batch.MaxBytes)
 	s.ackGroup()
 }
 func (s *sinkRunner) ackGroup() {
@@ -298,8 +343,8 @@ func (s *sinkRunner) failEntries() {
 // ack acknowledges recs, which the sink has made durable, through set.
 func (s *sinkRunner) ack(set *checkpoint.AckSet, recs []record.Record) {
 	for i := range recs {
-		if !recs[i].Ack.IsZero() {
-			set.Add(&recs[i].Ack)
+		if !refOf(&recs[i]).IsZero() {
+			set.Add(refOf(&recs[i]))
 		}
 	}
 	set.Ack()
@@ -314,9 +359,7 @@ func (s *sinkRunner) resetGroup() {
 	s.groupBytes = 0
 	clear(s.entries)
 	s.entries = s.entries[:0]
-	s.heldMu.Lock()
-	s.held = s.held[:0]
-	s.heldMu.Unlock()
+	s.held.drop()
 	s.lastRef = checkpoint.AckRef{}
 	if s.timerOn {
 		s.timer.Stop()
@@ -331,18 +374,26 @@ func (s *sinkRunner) resetGroup() {
 // heldBatches appends the batches the sink's current group, and its groups at
 // the persister, hold to dst.
 func (s *sinkRunner) heldBatches(dst []checkpoint.BatchID) []checkpoint.BatchID {
-	s.heldMu.Lock()
-	defer s.heldMu.Unlock()
-	dst = append(dst, s.held...)
-	for _, g := range s.sealed {
-		dst = append(dst, g.held...)
-	}
-	return dst
+	return s.held.batches(dst)
 }
 
 func newSinkRunner(rt *runtime, idx int, sk SinkSpec) *sinkRunner {
 	return &sinkRunner{rt: rt, idx: idx, spec: sk, in: make(chan chunk, 4), log: rt.log.With("sink", sk.Name),
 		mRecordsIn: rt.m.recordsIn.WithLabelValues(sk.Name), mRecordsOut: rt.m.recordsOut.WithLabelValues(sk.Name),
 		mFlushTime: rt.m.flushTime.WithLabelValues(sk.Name), mSkipped: rt.m.sinkSkipped.WithLabelValues(sk.Name),
-		mFailures: rt.m.sinkFailures.WithLabelValues(sk.Name)}
+		mFailures: rt.m.sinkFailures.WithLabelValues(sk.Name), mHeld: heldCounter(rt.m, sk)}
+}
+
+// exactlyOnce reports whether the runtime uses sk's sink as an exactly-once
+// sink: a connector.PositionKeeper whose acknowledgements are on.
+func exactlyOnce(sk SinkSpec) bool {
+	_, ok := sk.Sink.(connector.PositionKeeper)
+	return ok && !sk.NoAcknowledgements
+}
+
+func heldCounter(m *metrics, sk SinkSpec) prometheus.Counter {
+	if !exactlyOnce(sk) {
+		return nil
+	}
+	return m.alreadyHeld.WithLabelValues(sk.Name)
 }

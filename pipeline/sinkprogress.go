@@ -66,6 +66,13 @@ type partProgress struct {
 	// loaded is false until a PositionKeeper's stored position was read;
 	// always true for other sinks.
 	loaded bool
+	// loadFailed: reading the stored position failed and the chunk's
+	// records, from failedFrom on, were failed. Every later chunk above
+	// failedFrom is failed too, until the rewind brings the failed records
+	// again: a chunk written meanwhile would give a position that passes
+	// them, and the replay would then skip them as stored.
+	loadFailed bool
+	failedFrom checkpoint.Position
 	// durable: every record of the partition routed to the sink with an
 	// offset below it is durable in the sink.
 	durable checkpoint.Position
@@ -278,7 +285,17 @@ func (s *sinkRunner) progressOf(ctx context.Context, c *chunk, recs []record.Rec
 		pp.src, pp.part = src, c.part
 		s.prog[src.idx][c.part] = pp
 	}
+	first := checkpoint.Position(recs[0].Origin.Offset)
+	if pp.loadFailed {
+		if first > pp.failedFrom {
+			s.failed += int64(len(recs))
+			s.fail(recs, checkpoint.Failed)
+			return pp, nil
+		}
+		pp.loadFailed = false // the replay of the failed records
+	}
 	if !pp.loaded && !s.loadStored(ctx, pp) {
+		pp.loadFailed, pp.failedFrom = true, first
 		s.failed += int64(len(recs))
 		s.fail(recs, checkpoint.Failed)
 		return pp, nil
@@ -308,7 +325,7 @@ func (s *sinkRunner) skip(pp *partProgress, recs []record.Record) []record.Recor
 	var skipped int64
 	for i := range recs {
 		if pp.skips(checkpoint.Position(recs[i].Origin.Offset)) {
-			recs[i].Ack.Release(checkpoint.Delivered)
+			refOf(&recs[i]).Release(checkpoint.Delivered)
 			skipped++
 			continue
 		}
@@ -318,6 +335,9 @@ func (s *sinkRunner) skip(pp *partProgress, recs []record.Record) []record.Recor
 	if skipped > 0 {
 		s.skipped.Add(skipped)
 		s.mSkipped.Add(float64(skipped))
+		if s.mHeld != nil {
+			s.mHeld.Add(float64(skipped))
+		}
 	}
 	return kept
 }
@@ -373,14 +393,14 @@ func resolveEntries(entries []progressEntry, st entryState) {
 
 // holdRejected notes a record the sink rejected (see partProgress.holds).
 func (s *sinkRunner) holdRejected(rec *record.Record) {
-	if s.spec.NoAcknowledgements || rec.Ack.IsZero() {
+	if s.spec.NoAcknowledgements || refOf(rec).IsZero() {
 		return
 	}
 	src := s.rt.sourceNamed(rec.Origin.Source)
 	if src == nil || src.idx >= len(s.prog) {
 		return
 	}
-	p := rec.Ack.Batch().Partition
+	p := refOf(rec).Batch().Partition
 	if int(p) >= len(s.prog[src.idx]) || s.prog[src.idx][p] == nil {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -114,6 +115,9 @@ type keeperDB struct {
 	positions map[string]connector.Position
 	byPos     map[string]map[int64]bool // "source/partition" -> offsets held
 	broken    []string
+	// deadLettered, when set, reports whether the record at an offset is
+	// durable in a dead letter sink: a stored position may pass it then.
+	deadLettered func(key string, offset int64) bool
 }
 
 func newKeeperDB() *keeperDB {
@@ -146,7 +150,7 @@ func (db *keeperDB) commit(rows []keeperRow, pos []connector.GroupPosition) {
 		// Generated partitions hold every offset: none below the stored
 		// position may be missing.
 		for o := int64(0); o < int64(p.Position); o++ {
-			if !db.byPos[key][o] {
+			if !db.byPos[key][o] && (db.deadLettered == nil || !db.deadLettered(key, o)) {
 				db.broken = append(db.broken, fmt.Sprintf("%s: stored position %d passes offset %d, which is not stored", key, p.Position, o))
 				break
 			}
@@ -161,6 +165,9 @@ type keeperSink struct {
 	group   []keeperRow
 	pos     []connector.GroupPosition
 	onFlush func() error
+	// storedFails is how many StoredPositions calls fail before they work
+	// again (a catalog or database unreachable for a while).
+	storedFails atomic.Int64
 }
 
 func (k *keeperSink) Open(context.Context) error { return nil }
@@ -193,6 +200,9 @@ func (k *keeperSink) Abort(context.Context) error {
 }
 func (k *keeperSink) Close(context.Context) error { return nil }
 func (k *keeperSink) StoredPositions(_ context.Context, source string, parts []string) (map[string]connector.Position, error) {
+	if k.storedFails.Add(-1) >= 0 {
+		return nil, errors.New("test database: unreachable")
+	}
 	k.db.mu.Lock()
 	defer k.db.mu.Unlock()
 	out := map[string]connector.Position{}
@@ -277,6 +287,28 @@ func TestPositionKeeperSkipsWhatItStored(t *testing.T) {
 	if rep.Sinks[0].Skipped < int64(stored) {
 		t.Errorf("the second run skipped %d records, want at least the %d stored before", rep.Sinks[0].Skipped, stored)
 	}
+}
+
+// Guarantee: a PositionKeeper whose stored positions cannot be read for a
+// while (its database unreachable when a partition's first records arrive)
+// stores no position past the records that failed for it: the chunks that
+// follow the failed one in flight are failed too, until the rewind brings
+// the failed records again. Before, the next chunk found the store back,
+// was written, and its position covered the failed records, which the
+// replay then skipped as stored: lost.
+func TestPositionKeeperUnreachableAtFirstLosesNothing(t *testing.T) {
+	const n = 4000
+	db := newKeeperDB()
+	keeper := &keeperSink{db: db}
+	keeper.storedFails.Store(3)
+	src := gen(t, n, 2, 50)
+	sp := fastSpec(src, pipeline.SinkSpec{Name: "db", Inputs: []string{"gen"}, Sink: keeper, Batch: pipeline.BatchSettings{MaxRecords: 150}})
+	sp.Sinks[0].Retry.MaxAttempts = 2
+	sp.Sources[0].MaxInFlightBatches = 8
+	if err := pipeline.Run(context.Background(), sp, quiet); err != nil {
+		t.Fatal(err)
+	}
+	exactlyOnce(t, db.check(t), n)
 }
 
 // Guarantee: rewinds caused by a second, failing sink give a PositionKeeper

@@ -17,6 +17,10 @@ import (
 // the zero value of every field is a safe choice. The field docs give each
 // setting's name in a pipeline file, which is how a Problem names it.
 type Spec struct {
+	// Name (name) names the pipeline among several in one process (weir
+	// run -d DIR): letters, digits, '_' and '-'. Empty, the file's name
+	// without its extension is used. The runtime itself does not use it.
+	Name       string
 	Sources    []SourceSpec
 	Transforms []TransformSpec
 	Sinks      []SinkSpec
@@ -28,7 +32,12 @@ type Spec struct {
 type SourceSpec struct {
 	// Name identifies the component in inputs, metrics and logs: letters,
 	// digits, '_' and '-', unique across sources, transforms and sinks.
-	Name   string
+	Name string
+	// Type is the source's registered type (connector.RegisterSource: the
+	// `type:` of a pipeline file, postgres_cdc, kafka, ...), as the status
+	// names it; empty for one built in Go, which is then named by its Go
+	// package.
+	Type   string
 	Source connector.Source
 	// MaxInFlightBatches and MaxInFlightBytes (max_in_flight_batches,
 	// max_in_flight_bytes) bound the batches issued but not yet resolved;
@@ -49,7 +58,11 @@ type SourceSpec struct {
 // record that reached a component with no consumer would be released as
 // delivered and its position committed.
 type TransformSpec struct {
-	Name      string
+	Name string
+	// Type is the transform's registered type (transform.Register), as the
+	// run summary and the status name it; empty for one built in Go, which
+	// is named by its Go type in snake case (*transform.FlatMap: flat_map).
+	Type      string
 	Inputs    []string
 	Transform transform.Transform
 	Router    transform.Router
@@ -61,7 +74,11 @@ type SinkSpec struct {
 	// Inputs (inputs) name sources, transforms or route outputs, each once.
 	// Only a sink that is another sink's DeadLetter may have none.
 	Inputs []string
-	Sink   connector.Sink
+	// Type is the sink's registered type (connector.RegisterSink), as the
+	// status names it; empty for one built in Go, which is then named by its
+	// Go package.
+	Type string
+	Sink connector.Sink
 	// NoAcknowledgements means the sink never holds back the watermark:
 	// records are released as delivered when handed to it (stdout for
 	// debugging). The zero value, acknowledgements on, is the safe one.
@@ -116,6 +133,10 @@ type BatchSettings struct {
 	// synchronously and ignore it. Zero means the default,
 	// DefaultBatchOverlap.
 	Overlap int
+	// AdaptRecords is set by FillDefaults when MaxRecords was left at zero:
+	// the group size then follows the sink's pace from MaxRecords up (see
+	// nextGroupTarget in linger.go).
+	AdaptRecords bool
 }
 
 // RetrySettings bound the retries of a failed write: exponential backoff with
@@ -172,6 +193,11 @@ type CheckpointSettings struct {
 	// disk, an unreachable broker): failed commits are retried with backoff
 	// meanwhile.
 	CommitFailureTimeout time.Duration
+	// CommitTimeout (commit_timeout, default 30s) is how long one
+	// Source.Commit may take: its context ends then, and a commit that has
+	// not answered by then counts as failed (nothing is marked committed; it
+	// is retried with backoff, as any failed commit).
+	CommitTimeout time.Duration
 }
 
 // MetricsSettings configure the HTTP endpoint.
@@ -184,4 +210,9 @@ type MetricsSettings struct {
 	// Pprof (metrics.pprof) serves Go's profiles under /debug/pprof/ on the same listener.
 	// Off by default: profiles show the program's internals.
 	Pprof bool
+	// Token (read from the variable metrics.token_env names), when set, is
+	// the bearer token without which the taps, /api/v1/status and the
+	// profiles are refused. Without it they are served on a loopback
+	// address only. Never logged.
+	Token string
 }

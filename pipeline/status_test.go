@@ -15,10 +15,12 @@ import (
 	"time"
 
 	"github.com/weir-etl/weir/checkpoint"
+	"github.com/weir-etl/weir/config"
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/pipeline"
 	"github.com/weir-etl/weir/sink/blackhole"
 	"github.com/weir-etl/weir/source/generate"
+	_ "github.com/weir-etl/weir/source/http" // type http_server
 	"github.com/weir-etl/weir/transform"
 )
 
@@ -37,6 +39,26 @@ func getStatus(t testing.TB, base, query string) (*pipeline.Status, string) {
 		t.Fatalf("status version %d, want %d", st.Version, pipeline.StatusVersion)
 	}
 	return &st, body
+}
+
+// waitServed waits until base serves /api/v1/status: on an embedder's mux,
+// Run registers it once it has started, some time after it was called.
+func waitServed(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(base + "/api/v1/status")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s/api/v1/status never served: %v", base, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling for the registration, with a deadline
+	}
 }
 
 // waitStatus reads the status until check returns "" (satisfied), and fails
@@ -92,8 +114,8 @@ func TestStatusShowsStalledSinkErrorAndThePartitionItHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	split, err := transform.NewRoute([]transform.RouteOutput{
-		{Name: "held", Condition: `origin.partition == "gen/0"`},
-		{Name: "flowing", Condition: `origin.partition != "gen/0"`},
+		{Name: "held", Condition: `@origin.partition == "gen/0"`},
+		{Name: "flowing", Condition: `@origin.partition != "gen/0"`},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -425,4 +447,100 @@ func BenchmarkStatusTenThousandPartitions(b *testing.B) {
 	if err := <-done; err != nil {
 		b.Fatal(err)
 	}
+}
+
+// Guarantee: the status names a source and a sink by the type the pipeline
+// file gave them (connector.RegisterSource and RegisterSink), not by the Go
+// package that implements them: the HTTP source, in package http, is
+// http_server.
+func TestStatusNamesConnectorsByTheirRegisteredType(t *testing.T) {
+	sp, err := config.Parse("typed.yaml", []byte(`
+sources:
+  inbox:
+    type: http_server
+    address: 127.0.0.1:0
+    paths: [/in]
+sinks:
+  out:
+    type: blackhole
+    inputs: [inbox]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.Sources[0].Type != "http_server" || sp.Sinks[0].Type != "blackhole" {
+		t.Fatalf("the loaded spec's types are %q and %q, want http_server and blackhole", sp.Sources[0].Type, sp.Sinks[0].Type)
+	}
+	mux := http.NewServeMux()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- pipeline.Run(ctx, sp, quiet, pipeline.WithServeMux(mux)) }()
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	waitServed(t, srv.URL)
+	st := waitStatus(t, srv.URL, "", func(st *pipeline.Status) string {
+		if st.State != "running" {
+			return "state " + st.State
+		}
+		return ""
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := node(st, "inbox"); n == nil || n.Type != "http_server" {
+		t.Errorf("source node %+v: want type http_server, its type in the pipeline file", n)
+	}
+	if n := node(st, "out"); n == nil || n.Type != "blackhole" {
+		t.Errorf("sink node %+v: want type blackhole", n)
+	}
+}
+
+// Guarantee: a healthy sink that writes nothing because its sibling holds
+// back the source they share is not shown "ok": it is "idle", waiting on
+// that sibling; the transform before it, which passes the replays on, and
+// the failing sibling are not idle. A dead letter sink that receives
+// nothing stays ok (TestStatusShowsStalledSinkErrorAndThePartitionItHolds:
+// a sink that moves records stays ok beside a failing one).
+func TestStatusSaysWhatAnIdleSinkWaitsOn(t *testing.T) {
+	src, err := generate.New("gen", generate.Config{Partitions: 1, BatchSize: 10, Rate: 2000, Template: generate.DefaultTemplate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass, err := transform.NewFilter(`true`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := fastSpec(src,
+		pipeline.SinkSpec{Name: "stuck", Inputs: []string{"gen"}, Sink: brokenSink(errors.New("disk on fire")), GiveUpAfter: time.Hour},
+		pipeline.SinkSpec{Name: "healthy", Inputs: []string{"pass"}, Sink: blackhole.New()})
+	sp.Transforms = []pipeline.TransformSpec{{Name: "pass", Inputs: []string{"gen"}, Transform: pass}}
+	sp.Sources[0].MaxInFlightBatches = 4
+	sp.Checkpoint.StallWarning = 200 * time.Millisecond
+	mux := http.NewServeMux()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- pipeline.Run(ctx, sp, quiet, pipeline.WithServeMux(mux)) }()
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	waitServed(t, srv.URL)
+	waitStatus(t, srv.URL, "", func(st *pipeline.Status) string {
+		healthy, pass, stuck, gen := node(st, "healthy"), node(st, "pass"), node(st, "stuck"), node(st, "gen")
+		switch {
+		case healthy == nil || pass == nil || stuck == nil || gen == nil:
+			return fmt.Sprintf("nodes %+v", st.Nodes)
+		case stuck.State != "failing" || gen.State != "stalled":
+			return fmt.Sprintf("stuck %q, gen %q: want failing and stalled", stuck.State, gen.State)
+		case healthy.State != "idle" || !slices.Equal(healthy.WaitingOn, []string{"stuck"}):
+			return fmt.Sprintf("healthy %q waiting on %v, writing %.1f/s: want idle, waiting on stuck", healthy.State, healthy.WaitingOn, healthy.OutPerSec)
+		case pass.State != "ok" || pass.InPerSec == 0:
+			return fmt.Sprintf("pass %q given %.1f/s: want ok, given the replays of gen/0", pass.State, pass.InPerSec)
+		case len(stuck.WaitingOn) != 0:
+			return fmt.Sprintf("stuck waits on %v: it is what the others wait on", stuck.WaitingOn)
+		}
+		return ""
+	})
+	cancel()
+	<-done
 }

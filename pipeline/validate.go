@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/internal/suggest"
 )
 
@@ -152,6 +153,11 @@ func (v *validator) checkSink(i int) {
 	if sk.OnGiveUp > GiveUpDeadLetter {
 		v.add("sink", sk.Name, "on_give_up", "unknown policy %d: use GiveUpHalt or GiveUpDeadLetter", sk.OnGiveUp)
 	}
+	if _, keeps := sk.Sink.(connector.PositionKeeper); keeps && sk.NoAcknowledgements {
+		// Without acknowledgements the runtime never reads or gives the
+		// sink's positions: it would write every replay again.
+		v.add("sink", sk.Name, "acknowledgements", "is false, but the sink is exactly-once (it stores positions with its data), which needs them: remove acknowledgements: false, or configure the sink without exactly-once")
+	}
 	v.checkDeadLetter(i)
 }
 
@@ -204,6 +210,7 @@ func (v *validator) checkCheckpoint(c CheckpointSettings) {
 	v.positiveDuration("checkpoint", "", "drain_timeout", c.DrainTimeout, DefaultDrainTimeout)
 	v.positiveDuration("checkpoint", "", "stall_warning", c.StallWarning, DefaultStallWarning)
 	v.positiveDuration("checkpoint", "", "commit_failure_timeout", c.CommitFailureTimeout, DefaultCommitFailureTimeout)
+	v.positiveDuration("checkpoint", "", "commit_timeout", c.CommitTimeout, DefaultCommitTimeout)
 }
 
 // checkGraph checks the edges: every input names something that has output,
@@ -217,9 +224,14 @@ func (v *validator) checkCheckpoint(c CheckpointSettings) {
 func (v *validator) checkGraph() {
 	s := v.s
 	used := map[endpoint]bool{}
+	// named are the sources and transforms that an input names wrongly
+	// ("r" for a route's output, "in.x" for a source): the input's own
+	// problem says what to write, and "feeds nothing" for the component
+	// it meant would be the same mistake told twice.
+	named := map[string]bool{}
 	reads := make([][]int, len(s.Transforms)) // by transform: the transforms it reads
 	for i, ts := range s.Transforms {
-		reads[i] = v.checkInputs("transform", ts.Name, ts.Inputs, false, used)
+		reads[i] = v.checkInputs("transform", ts.Name, ts.Inputs, false, used, named)
 	}
 	dlTarget := map[string]bool{}
 	for _, sk := range s.Sinks {
@@ -228,16 +240,16 @@ func (v *validator) checkGraph() {
 		}
 	}
 	for _, sk := range s.Sinks {
-		v.checkInputs("sink", sk.Name, sk.Inputs, dlTarget[sk.Name], used)
+		v.checkInputs("sink", sk.Name, sk.Inputs, dlTarget[sk.Name], used, named)
 	}
 	const feedsNothing = "feeds nothing, so its records would be dropped: name it in the inputs of a transform or sink, or remove it"
 	for i, ss := range s.Sources {
-		if !v.shared[ss.Name] && !used[endpoint{idx: i}] {
+		if !v.shared[ss.Name] && !named[ss.Name] && !used[endpoint{idx: i}] {
 			v.add("source", ss.Name, "", feedsNothing)
 		}
 	}
 	for i, ts := range s.Transforms {
-		if v.shared[ts.Name] {
+		if v.shared[ts.Name] || named[ts.Name] {
 			continue
 		}
 		n := v.x.outputs(i)
@@ -259,9 +271,10 @@ func (v *validator) checkGraph() {
 	v.checkCycles(reads)
 }
 
-// checkInputs checks one component's inputs, marks what they name as used,
-// and returns the transforms among them.
-func (v *validator) checkInputs(kind, name string, inputs []string, optional bool, used map[endpoint]bool) []int {
+// checkInputs checks one component's inputs, marks what they name as used
+// (or, for an input that names a component wrongly, that component as
+// named), and returns the transforms among them.
+func (v *validator) checkInputs(kind, name string, inputs []string, optional bool, used map[endpoint]bool, named map[string]bool) []int {
 	if len(inputs) == 0 && !optional {
 		v.add(kind, name, "inputs", "missing: the %s is fed by nothing; list the sources, transforms or route outputs it reads", kind)
 	}
@@ -275,6 +288,9 @@ func (v *validator) checkInputs(kind, name string, inputs []string, optional boo
 		e, why := v.x.input(in)
 		if why != "" {
 			v.add(kind, name, field, "%s", why)
+			if base, _, _ := strings.Cut(in, "."); v.x.known(base) {
+				named[base] = true
+			}
 			continue
 		}
 		used[e] = true

@@ -6,6 +6,7 @@ import (
 
 	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/pipeline/internal/tap"
 	"github.com/weir-etl/weir/record"
 )
 
@@ -55,7 +56,7 @@ type worker struct {
 	trIn    []int              // by transform: records in, flushed to metrics per batch
 	trOut   []int              // by transform: records out
 	trRej   []int              // by transform: records it failed on
-	tap     *tapTable          // this batch's taps, nil when nobody taps (tap.go)
+	tap     *tap.Table         // this batch's taps, nil when nobody taps (tap.go)
 }
 
 func newWorker(rt *runtime, idx int) *worker {
@@ -134,7 +135,7 @@ func (w *worker) batch(src *sourceRunner, b *connector.Batch, gen uint64) {
 // target the record is dropped, which is a delivery.
 func (w *worker) emit(ts []target, rec record.Record) {
 	if len(ts) == 0 {
-		rec.Ack.Release(checkpoint.Delivered)
+		refOf(&rec).Release(checkpoint.Delivered)
 		return
 	}
 	// A transform may change its input in place (a map sets fields), so a
@@ -151,7 +152,7 @@ func (w *worker) emit(ts []target, rec record.Record) {
 		if !shared {
 			c = rec.CloneData()
 		}
-		c.Ack = rec.Ack.Clone()
+		*refOf(&c) = refOf(&rec).Clone()
 		w.to(t, c)
 	}
 	w.to(ts[len(ts)-1], rec)
@@ -181,8 +182,8 @@ func (w *worker) apply(i int, in record.Record) {
 	rec := &w.inRec[i]
 	*rec = in
 	defer func() { *rec = record.Record{} }()
-	ref := rec.Ack
-	rec.Ack = checkpoint.AckRef{}
+	ref := *refOf(rec)
+	*refOf(rec) = checkpoint.AckRef{}
 	w.trIn[i]++
 	if ct.r != nil {
 		idx, err := ct.r.Route(rec, w.routes[i][:0])
@@ -201,7 +202,7 @@ func (w *worker) apply(i int, in record.Record) {
 			w.trOut[i]++
 		}
 		out := *rec
-		out.Ack = ref
+		*refOf(&out) = ref
 		w.emit(ts, out)
 		return
 	}
@@ -219,9 +220,9 @@ func (w *worker) apply(i int, in record.Record) {
 	}
 	for k := range out {
 		if k == len(out)-1 {
-			out[k].Ack = ref
+			*refOf(&out[k]) = ref
 		} else {
-			out[k].Ack = ref.Clone()
+			*refOf(&out[k]) = ref.Clone()
 		}
 		w.emit(ct.outs[0], out[k])
 	}
@@ -243,11 +244,11 @@ func (w *worker) reject(i int, rec *record.Record, ref checkpoint.AckRef, err er
 	case len(plan.deadLetters) > 0:
 		last := len(plan.deadLetters) - 1
 		for k, d := range plan.deadLetters {
-			env := deadLetterRecord(componentTransform, ct.name, rec, err)
+			env := deadLetterRecord(componentTransform, ct.name, rec, err, w.rt.now())
 			if k == last {
-				env.Ack = ref
+				*refOf(&env) = ref
 			} else {
-				env.Ack = ref.Clone()
+				*refOf(&env) = ref.Clone()
 			}
 			w.to(target{sink: true, idx: d}, env)
 		}
@@ -270,7 +271,7 @@ func (rt *runtime) dispatch(ctx context.Context, s *sourceRunner, b *connector.B
 		return true
 	case <-ctx.Done():
 		for i := range b.Records {
-			b.Records[i].Ack.Release(checkpoint.Failed)
+			refOf(&b.Records[i]).Release(checkpoint.Failed)
 		}
 		s.putBatch(b)
 		return false

@@ -25,6 +25,11 @@ type Config struct {
 	// long; 0 never does.
 	CommitFailureTimeout time.Duration
 	StallWarning         time.Duration
+	// Prompt commits whenever the watermark moved, not only on the commit
+	// interval's tick: for a source whose commit somebody waits on (an HTTP
+	// source answers a request once its records are committed; see
+	// connector.PromptCommitter). Failed commits still back off.
+	Prompt bool
 }
 
 // Commit retries back off from commitRetryMin, doubling up to
@@ -89,10 +94,11 @@ type View struct {
 	Now         time.Time
 	States      []checkpoint.PartitionState
 	Committable []checkpoint.Commit
-	// Pending reports whether partition p has an issued batch the
-	// watermark waits for (its oldest unresolved batch), and when it was
-	// issued.
-	Pending  func(p checkpoint.Partition) (time.Time, bool)
+	// Pending says, for each of States (same index), whether the partition
+	// has an issued batch the watermark waits for (its oldest unresolved
+	// batch), and when it was issued. Shorter than States (nil, say): the
+	// partitions past its end have nothing pending.
+	Pending  []Pending
 	EOF      bool  // the source reached its end of input
 	InFlight int64 // batches issued and not resolved
 	Stopping bool  // the run is shutting down: no more rewinds
@@ -120,7 +126,8 @@ type Ready struct {
 	// committed.
 	Finished bool
 	// WakeAt is the earliest time the policy wants a step even if nothing
-	// happens: a revoke deadline or a commit retry. Zero for none.
+	// happens: a revoke deadline, a commit retry, or a stall passing
+	// StallWarning. Zero for none.
 	WakeAt time.Time
 }
 
@@ -187,13 +194,17 @@ func (cp *Policy) Step(v *View) Ready {
 	cp.revokes = keep
 
 	blocked := false
-	for _, ps := range v.States {
+	for i, ps := range v.States {
 		pp := cp.part(ps.Partition)
 		if !pp.known {
 			// Not seen moving yet: a stall starts when its batch was issued.
 			pp.known, pp.lastWatermark = true, ps.Watermark
 		}
-		cp.stallClock(pp, ps, v)
+		var pend Pending
+		if i < len(v.Pending) {
+			pend = v.Pending[i]
+		}
+		cp.stallClock(pp, ps, pend, v.Now)
 		if !ps.Blocked {
 			continue
 		}
@@ -214,21 +225,30 @@ func (cp *Policy) Step(v *View) Ready {
 		pp.replaying = true
 		r.Rewinds = append(r.Rewinds, Rewind{Partition: ps.Partition, Epoch: ps.Epoch, Position: ps.Watermark})
 	}
+	// A stall is reported when it passes StallWarning, not at the next
+	// step after: the policy asks to be woken then.
 	for i := range cp.parts {
-		if pp := &cp.parts[i]; pp.known && !pp.warned && !pp.stalledSince.IsZero() && v.Now.Sub(pp.stalledSince) >= cp.cfg.StallWarning {
-			pp.warned = true
-			r.Stalled = append(r.Stalled, checkpoint.Partition(i))
+		pp := &cp.parts[i]
+		if !pp.known || pp.warned || pp.stalledSince.IsZero() {
+			continue
 		}
+		if at := pp.stalledSince.Add(cp.cfg.StallWarning); v.Now.Before(at) {
+			r.WakeAt = earliest(r.WakeAt, at)
+			continue
+		}
+		pp.warned = true
+		r.Stalled = append(r.Stalled, checkpoint.Partition(i))
 	}
 
-	// Commits: every interval, and whenever a finished source has something
-	// left to commit; never before a failed commit's retry time.
+	// Commits: every interval, whenever a finished source has something
+	// left to commit, and at every step for a prompt source; never before a
+	// failed commit's retry time.
 	if cp.commitFails > 0 && cp.cfg.CommitFailureTimeout > 0 && v.Now.Sub(cp.failingSince) >= cp.cfg.CommitFailureTimeout {
 		r.HaltCommits = true
 		return r
 	}
 	done := v.EOF && !blocked && v.InFlight == 0
-	if len(v.Committable) > 0 && (v.Tick || done) {
+	if len(v.Committable) > 0 && (v.Tick || done || cp.cfg.Prompt) {
 		if v.Now.Before(cp.retryAt) {
 			r.WakeAt = earliest(r.WakeAt, cp.retryAt)
 		} else {
@@ -242,20 +262,22 @@ func (cp *Policy) Step(v *View) Ready {
 	return r
 }
 
+// Pending is whether a partition's oldest unresolved batch has been issued,
+// and when.
+type Pending struct {
+	Issued  time.Time
+	Pending bool
+}
+
 // stallClock moves p's stall clock: it runs while data is pending (or a
 // rewind's replay is due) and the watermark does not move, from when the
 // watermark last moved or the oldest pending batch was issued, whichever is
 // later; it stops when the watermark moves or nothing is pending any more.
-func (cp *Policy) stallClock(pp *partState, ps checkpoint.PartitionState, v *View) {
-	var issued time.Time
-	waiting := ps.Blocked
-	if v.Pending != nil {
-		var pending bool
-		issued, pending = v.Pending(ps.Partition)
-		waiting = waiting || pending
-	}
+func (cp *Policy) stallClock(pp *partState, ps checkpoint.PartitionState, pend Pending, now time.Time) {
+	issued := pend.Issued
+	waiting := ps.Blocked || pend.Pending
 	if ps.Watermark != pp.lastWatermark {
-		pp.lastWatermark, pp.movedAt = ps.Watermark, v.Now
+		pp.lastWatermark, pp.movedAt = ps.Watermark, now
 		pp.stalledSince, pp.warned = time.Time{}, false
 		pp.replaying = false
 	}
@@ -268,8 +290,8 @@ func (cp *Policy) stallClock(pp *partState, ps checkpoint.PartitionState, v *Vie
 		if issued.After(since) || issued.IsZero() && ps.Blocked {
 			since = issued
 		}
-		if since.IsZero() || since.After(v.Now) {
-			since = v.Now
+		if since.IsZero() || since.After(now) {
+			since = now
 		}
 		pp.stalledSince = since
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/weir-etl/weir/checkpoint"
-	"github.com/weir-etl/weir/internal/testscript"
+	"github.com/weir-etl/weir/internal/testkit/testscript"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the testdata scripts")
@@ -24,7 +24,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the te
 // their output. Lines starting with # outside a block are comments. Times are
 // durations from the script's start. Commands:
 //
-//	config [commit_interval=D] [commit_failure_timeout=D] [stall_warning=D]  a new policy
+//	config [commit_interval=D] [commit_failure_timeout=D] [stall_warning=D] [prompt=B]  a new policy
 //	assign p=P start=POS               AckIssuer.Assign (a new epoch; also a rewind)
 //	issue p=P end=POS name=N           issue a batch; N is its one reference
 //	release N [status=S]               release N (delivered by default)
@@ -100,6 +100,9 @@ func (e *policyEnv) run(t *testing.T, file, line string) []string {
 		if v, ok := args["stall_warning"]; ok {
 			cfg.StallWarning = dur(v)
 		}
+		if v, ok := args["prompt"]; ok {
+			cfg.Prompt = v == "true"
+		}
 		e.pol = New(cfg)
 	case "assign":
 		e.iss.Assign(checkpoint.Partition(num("p")), checkpoint.Position(num("start")))
@@ -132,8 +135,9 @@ func (e *policyEnv) run(t *testing.T, file, line string) []string {
 		e.stopping = true
 	case "step":
 		e.cp.DrainFunc(func(m checkpoint.AckMsg, _ checkpoint.ResolveOutcome) { delete(e.open, m.ID) })
-		v := &View{Now: e.now, States: e.cp.States(nil), Committable: e.cp.Committable(nil),
-			Pending: e.pending, EOF: e.eof, InFlight: e.inflight, Stopping: e.stopping, Tick: len(f) > 1 && f[1] == "tick"}
+		states := e.cp.States(nil)
+		v := &View{Now: e.now, States: states, Committable: e.cp.Committable(nil),
+			Pending: e.pending(states), EOF: e.eof, InFlight: e.inflight, Stopping: e.stopping, Tick: len(f) > 1 && f[1] == "tick"}
 		rd := e.pol.Step(v)
 		e.asked = rd.Commit
 		for _, w := range rd.RevokesDone {
@@ -177,13 +181,13 @@ func (e *policyEnv) run(t *testing.T, file, line string) []string {
 	return nil
 }
 
-func (e *policyEnv) pending(p checkpoint.Partition) (time.Time, bool) {
-	st, ok := e.cp.State(p)
-	if !ok {
-		return time.Time{}, false
+func (e *policyEnv) pending(states []checkpoint.PartitionState) []Pending {
+	var out []Pending
+	for _, st := range states {
+		at, in := e.open[checkpoint.BatchID{Partition: st.Partition, Epoch: st.Epoch, Seq: st.Next}]
+		out = append(out, Pending{Issued: at, Pending: in})
 	}
-	at, in := e.open[checkpoint.BatchID{Partition: p, Epoch: st.Epoch, Seq: st.Next}]
-	return at, in
+	return out
 }
 
 func (e *policyEnv) describe(rd Ready) []string {
@@ -220,4 +224,32 @@ func (e *policyEnv) describe(rd Ready) []string {
 		out = append(out, "nothing")
 	}
 	return out
+}
+
+// A view whose Pending is shorter than its States (nil, say) has nothing
+// pending for the partitions past its end: the policy reads no further than
+// it, and a partition with no pending batch has no stall.
+func TestPendingShorterThanStates(t *testing.T) {
+	cp := checkpoint.New()
+	iss := cp.NewIssuer()
+	iss.Assign(0, 0)
+	iss.Assign(1, 0)
+	iss.Issue(0, 10)
+	iss.Issue(1, 10)
+	start := time.Unix(1000, 0)
+	pol := New(Config{CommitInterval: time.Second, StallWarning: time.Minute})
+	cp.DrainFunc(func(checkpoint.AckMsg, checkpoint.ResolveOutcome) {})
+	states := cp.States(nil)
+	if len(states) != 2 {
+		t.Fatalf("%d partitions, want 2", len(states))
+	}
+	pend := []Pending{{Issued: start, Pending: true}}
+	pol.Step(&View{Now: start, States: states, Pending: pend})
+	pol.Step(&View{Now: start.Add(time.Hour), States: states, Pending: pend})
+	if age, _ := pol.Stall(0, start.Add(time.Hour)); age != time.Hour {
+		t.Errorf("partition 0, pending: stalled %v, want 1h", age)
+	}
+	if age, _ := pol.Stall(1, start.Add(time.Hour)); age != 0 {
+		t.Errorf("partition 1, past the end of Pending: stalled %v, want 0", age)
+	}
 }
