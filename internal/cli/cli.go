@@ -1,5 +1,5 @@
 // Package cli is the weir command line: run, validate, test, tap, top,
-// list, help, schema and version.
+// health, list, help, schema, expr and version.
 package cli
 
 import (
@@ -38,13 +38,18 @@ source positions only once the data is durable.
 
 Usage:
   weir run -c FILE       run a pipeline until interrupted or its input ends
+  weir run -d DIR        run every pipeline file of DIR, each on its own
   weir validate -c FILE  check a configuration and print every problem
+  weir pipelines CMD     list, get, apply, pause, resume, delete or reset the
+                         pipelines of a running weir run -d (its API)
   weir test [PATH...]    run the tests of configurations (FILE_test.yaml beside FILE)
   weir tap COMPONENT     print a sample of the records leaving a component of a running weir
   weir top               show a running weir's status in the terminal
+  weir health            check a running weir's /healthz (or -ready: /readyz)
   weir list              list the source, transform and sink types
   weir help [TOPIC]      print this help, or a type's options (weir help file)
   weir schema            print the JSON Schema of a pipeline file, for editors
+  weir expr [EXPR]       evaluate an expression on records (a prompt without EXPR)
   weir version           print the version, revision and Go version (also --version)
 
 Run "weir COMMAND --help" for a command's flags. -c - reads the
@@ -58,8 +63,9 @@ Exit codes:
        pipeline; or it was stopped with data read but not delivered (a
        sink still failing): everything durable was committed, the rest is
        read again next time, and the summary says what was left
-  4    finished, but input was left unread (files gone before they were
-       read to their end: the summary and the warnings say which)
+  4    finished, but input was left unread (files gone, or rotated where
+       weir does not read, before they were read to their end: the summary
+       and the warnings say which)
   5    weir test: a test failed
   130  a second interrupt (SIGINT/SIGTERM) exited at once; the first one
        shuts down gracefully, committing only what is durable
@@ -94,6 +100,8 @@ type command struct {
 	// configuration (true) or refused an invalid one (false); tests wait
 	// on it.
 	reloaded func(ok bool)
+	// listening, if set, is called with the address weir run -d listens on.
+	listening func(addr string)
 }
 
 // repeatWindow is how soon after a first interrupt a second one is taken as
@@ -129,10 +137,16 @@ func (c *command) main(args []string) int {
 		return c.tap(args[1:])
 	case "top":
 		return c.top(args[1:])
+	case "health":
+		return c.health(args[1:])
 	case "list":
 		return c.list(args[1:])
+	case "pipelines":
+		return c.pipelines(args[1:])
 	case "schema":
 		return c.schema(args[1:])
+	case "expr":
+		return c.expr(args[1:])
 	}
 	return c.usageErr("weir", fmt.Sprintf("unknown command %q", args[0]))
 }

@@ -61,9 +61,9 @@ func TestOnceIsHonest(t *testing.T) {
 		{"a path matching nothing is a configuration error", nil, "format: lines", ExitConfig,
 			[]string{"paths[0]", "matches no file", "allow_empty: true"}},
 		{"unless allow_empty", nil, "format: lines; allow_empty: true", ExitOK,
-			[]string{"source in 0 records read committed 0 partitions"}},
+			[]string{"source in 0 records read no partitions to commit"}},
 		{"a last line without a newline is read", map[string]string{"a.log": "1\n2\nlast"}, "format: lines", ExitOK,
-			[]string{"source in 3 records read committed 1 partitions, positions summing to 8"}},
+			[]string{"source in 3 records read committed 1 partition, positions summing to 8"}},
 		{"skipped lines are counted", map[string]string{"a.log": "1\n" + strings.Repeat("x", 40) + "\n2\n"},
 			"format: lines; on_invalid: skip; max_line_bytes: 10", ExitOK,
 			[]string{"source in 2 records read, 1 skipped (too long)", "dropped a record longer than max_line_bytes"}},
@@ -72,7 +72,7 @@ func TestOnceIsHonest(t *testing.T) {
 			[]string{"source in 2 records read, 2 skipped (bad record)", "the record has 1 fields, the header 2"}},
 		{"every reason is named", map[string]string{"a.log": "id,name\n1,ann\n2\n" + strings.Repeat("x", 40) + "\n"},
 			"format: csv; on_invalid: skip; max_line_bytes: 20", ExitOK,
-			[]string{"source in 1 records read, 2 skipped (1 bad record, 1 too long)"}},
+			[]string{"source in 1 record read, 2 skipped (1 bad record, 1 too long)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -224,7 +224,7 @@ sinks:
 `
 	parse := func(y string) *pipeline.Spec {
 		t.Helper()
-		sp, err := config.Parse("weir.yaml", []byte(y))
+		sp, err := config.ParseWith("weir.yaml", []byte(y), config.Options{Offline: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,10 +248,90 @@ sinks:
 		{"a source renamed", func(s string) string { return strings.ReplaceAll(s, "orders", "sales") }, []string{"audit"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := unchangedSources(running, parse(tc.edit(base)))
+			got := pipeline.UnchangedSources(running, parse(tc.edit(base)))
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("kept %v, want %v", got, tc.want)
 			}
 		})
 	}
+}
+
+// Guarantee: the summary after reloads counts every run, not the last
+// one: records read and written since the process started.
+func TestSummaryCountsEveryRun(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "in"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "weir.yaml")
+	writeFile(t, cfg, reloadConfig(dir, 0))
+	in := filepath.Join(dir, "in", "a.log")
+	n := 0
+	appendLines := func(k int) {
+		var b strings.Builder
+		for range k {
+			fmt.Fprintf(&b, "{\"n\":%d}\n", n)
+			n++
+		}
+		fh, err := os.OpenFile(in, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fh.WriteString(b.String()); err != nil {
+			t.Fatal(err)
+		}
+		fh.Close()
+	}
+	reloads := make(chan bool, 4)
+	sigs, code, stderr := make(chan os.Signal, 1), make(chan int, 1), &syncBuffer{}
+	c := &command{stdout: &syncBuffer{}, stderr: stderr, signals: sigs, reloaded: func(ok bool) { reloads <- ok }}
+	go func() { code <- c.main([]string{"run", "-c", cfg}) }()
+	waitAll := func() {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			seen := map[int64]bool{}
+			for _, r := range written(t, dir) {
+				seen[r.N] = true
+			}
+			if len(seen) == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d lines written", len(seen), n)
+			}
+			time.Sleep(5 * time.Millisecond) // polling the sink's output
+		}
+	}
+	const runs = 20
+	for i := 1; i <= runs; i++ {
+		appendLines(300)
+		waitAll() // each run reads some of the input
+		writeFile(t, cfg, reloadConfig(dir, i))
+		sigs <- syscall.SIGHUP
+		if ok := <-reloads; !ok {
+			t.Fatalf("reload %d refused:\n%s", i, stderr)
+		}
+	}
+	appendLines(300)
+	waitAll()
+	sigs <- syscall.SIGTERM
+	if c := <-code; c != ExitOK {
+		t.Fatalf("exit %d\n%s", c, stderr)
+	}
+	got := len(written(t, dir))
+	t.Logf("%d lines, %d records written; the summary:\n%s", n, got, lastLines(stderr.String(), 5))
+	for _, want := range []string{fmt.Sprintf("%d records read", got), fmt.Sprintf("%d written", got)} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("after %d reloads the summary lacks %q (%d lines in, %d records written):\n%s", runs, want, n, got, lastLines(stderr.String(), 6))
+		}
+	}
+}
+
+func lastLines(s string, k int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(l) > k {
+		l = l[len(l)-k:]
+	}
+	return strings.Join(l, "\n")
 }

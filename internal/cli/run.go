@@ -5,16 +5,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/weir-etl/weir/config"
 	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/internal/fleet"
+	"github.com/weir-etl/weir/internal/sdnotify"
+	"github.com/weir-etl/weir/internal/statestore"
+	"github.com/weir-etl/weir/internal/words"
 	"github.com/weir-etl/weir/pipeline"
 )
 
@@ -22,23 +27,45 @@ func (c *command) validate(args []string) int {
 	fs := c.flagSet("validate")
 	var cf configFlags
 	cf.register(fs, true)
-	if code, ok := c.parse(fs, args, "weir validate -c FILE [--set path=value]...", "Checks the configuration, with the --set changes, and prints every problem, one per line."); !ok {
+	offline := fs.Bool("offline", false, "skip the checks of what the file names outside it (paths that must match files, directories that must be creatable, certificate files)")
+	dir := fs.String("d", "", "validate every pipeline file (*.yaml, *.yml) of `DIR`, as weir run -d runs them")
+	if code, ok := c.parse(fs, args, "weir validate -c FILE [-c FILE]... | -d DIR [--set path=value]... [--offline]", validateDoc); !ok {
 		return code
 	}
-	if code, ok := c.configArgs(fs, &cf); !ok {
+	if *dir != "" {
+		if fs.NArg() > 0 {
+			return c.usageErr(fs.Name(), fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
+		}
+		return c.validateFleet(&cf, *dir, *offline)
+	}
+	if code, ok := c.configArgs(fs, &cf, true); !ok {
 		return code
 	}
-	src, err := c.read(&cf)
-	if err == nil {
-		_, err = src.load()
+	// Each file is checked on its own, and all of them are, so that one
+	// run of validate shows every problem of every file.
+	code := ExitOK
+	for _, file := range cf.files {
+		src, err := c.readFile(&cf, file)
+		if err == nil {
+			_, err = src.loadWith(*offline, func(w *config.Error) { fmt.Fprintln(c.stderr, w) })
+		}
+		if err != nil {
+			fmt.Fprintln(c.stderr, err)
+			code = ExitConfig
+			continue
+		}
+		fmt.Fprintf(c.stdout, "%s: ok\n", src.name)
 	}
-	if err != nil {
-		fmt.Fprintln(c.stderr, err)
-		return ExitConfig
-	}
-	fmt.Fprintf(c.stdout, "%s: ok\n", src.name)
-	return ExitOK
+	return code
 }
+
+const validateDoc = `Checks each configuration (-c may be given several times), with the --set
+changes, and prints every problem, one per line, or FILE: ok. It refuses what weir run would refuse before reading a
+record, in the same words: besides the file itself, what it names outside
+it (a once source's paths that match no file, a state or output directory
+that cannot be created, an unreadable certificate file). --offline leaves
+those out, for a file checked away from where it runs. Brokers and
+databases are not contacted: weir run waits for them at start.`
 
 const runDoc = `Runs the pipeline until interrupted or its input ends, then prints a summary
 on stderr: records read per source (with what it skipped or left unread, and
@@ -57,7 +84,9 @@ and committed) and the new one starts from the committed positions. A
 Kafka source whose settings did not change is handed to the new pipeline
 instead: it stays in its group with its partitions (no rebalance); every
 other source is stopped and started again. The HTTP endpoints restart with
-the pipeline, so an open weir tap ends. --set flags apply to every reload;
+the pipeline, so an open weir tap ends, and its /metrics counts from 0 again
+(weir run -d keeps them across reloads); the summary counts every run since
+weir started. --set flags apply to every reload;
 a configuration read from stdin cannot be reloaded.
 
 On a terminal, a progress line on stderr shows the rates, totals, errors and
@@ -74,10 +103,27 @@ func (c *command) run(args []string) int {
 	lf.register(fs)
 	watch := fs.Bool("watch", false, "reload the configuration when its file changes, as SIGHUP does")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (go tool pprof FILE)")
-	if code, ok := c.parse(fs, args, "weir run -c FILE [flags]", runDoc); !ok {
+	var resets listFlag
+	fs.Var(&resets, "reset-state", "move the state file of `SOURCE` aside before the run (kept as FILE.reset-TIME), so that the source starts afresh as without one; for a state file that is empty or damaged, or to read again on purpose. Repeatable")
+	dir := fs.String("d", "", "run every pipeline file (*.yaml, *.yml) of `DIR`, each as a pipeline of its own (docs/pipelines.md)")
+	api := fs.Bool("api", false, "with -d or several -c: let the pipelines API (/api/v1/pipelines) create, change, pause, reset and delete pipelines; off, it only reads")
+	tokenFile := fs.String("api-token-file", "", "read the pipelines API's bearer token from `FILE` (else from "+fleet.TokenEnvVar+"); needed for --api beyond loopback")
+	if code, ok := c.parse(fs, args, "weir run -c FILE [flags] | weir run -d DIR [flags]", runDoc+"\n\n"+fleetDoc); !ok {
 		return code
 	}
-	if code, ok := c.configArgs(fs, &cf); !ok {
+	if *dir != "" || len(cf.files) > 1 {
+		switch {
+		case fs.NArg() > 0:
+			return c.usageErr(fs.Name(), fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
+		case *cpuProfile != "" || len(resets) > 0:
+			return c.usageErr(fs.Name(), "--cpuprofile and --reset-state take one pipeline (-c FILE); with -d, reset a source through the API (weir pipelines reset)")
+		}
+		return c.runFleet(&cf, *dir, *watch, *api, *tokenFile, lf)
+	}
+	if *api || *tokenFile != "" {
+		return c.usageErr(fs.Name(), "--api and --api-token-file are for many pipelines: weir run -d DIR (or several -c)")
+	}
+	if code, ok := c.configArgs(fs, &cf, false); !ok {
 		return code
 	}
 	con := newConsole(c.stderr)
@@ -89,15 +135,19 @@ func (c *command) run(args []string) int {
 		return c.usageErr(fs.Name(), "--watch needs a file: -c - reads stdin once")
 	}
 	log := slog.New(consoleHandler{h, con})
+	// The one logger is the process's default while the command runs, so
+	// that a connector that logs to slog.Default() (it is built before the
+	// pipeline gives it a logger) and a library that writes to the standard
+	// log package use it too: every line on stderr is in the chosen format.
+	prev := slog.Default()
+	slog.SetDefault(log)
+	defer slog.SetDefault(prev)
+	vo := voice{json: lf.json(), w: con, log: log}
 	src, err := c.read(&cf)
-	var spec *pipeline.Spec
-	if err == nil {
-		spec, err = src.load()
-	}
-	if err != nil {
-		fmt.Fprintln(con, err)
-		return ExitConfig
-	}
+	// Signals are caught once the configuration is read (a Ctrl-C while
+	// weir waits on stdin still ends it at once) and before the connectors
+	// are built: a SIGTERM while weir is starting is a graceful stop once
+	// the run begins, not the default death.
 	sigs := c.signals
 	if sigs == nil {
 		ch := make(chan os.Signal, 4)
@@ -105,15 +155,31 @@ func (c *command) run(args []string) int {
 		defer signal.Stop(ch)
 		sigs = ch
 	}
+	var spec *pipeline.Spec
+	if err == nil {
+		spec, err = src.load(func(w *config.Error) { log.Warn(w.Error()) })
+	}
+	if err != nil {
+		vo.problems(err)
+		return ExitConfig
+	}
+	if err := resetState(spec, resets, log); err != nil {
+		fmt.Fprintln(con, "weir:", err)
+		return ExitUsage
+	}
 	if *cpuProfile != "" {
 		stopProfile, err := startCPUProfile(*cpuProfile)
 		if err != nil {
-			fmt.Fprintln(con, "weir:", err)
+			vo.say(slog.LevelError, "weir: "+err.Error(), "cpu profile", "err", err.Error())
 			return ExitRuntime
 		}
 		defer stopProfile()
 	}
-	r := &runner{c: c, con: con, log: log, sigs: sigs, src: src, spec: spec}
+	sd, err := sdnotify.FromEnv()
+	if err != nil {
+		log.Warn("systemd notifications: the watchdog is off", "err", err)
+	}
+	r := &runner{c: c, con: con, vo: vo, log: log, sigs: sigs, src: src, spec: spec, sd: sd}
 	if *watch {
 		ctx, cancel := context.WithCancel(context.Background())
 		every := c.watchEvery
@@ -129,14 +195,60 @@ func (c *command) run(args []string) int {
 	return r.loop()
 }
 
+// listFlag collects a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// resetState moves aside the state files of the sources --reset-state
+// names, before the first run (a reload never resets). A name that is not a
+// source, or a source that keeps no state file, is a usage error: a reset
+// that does nothing must not pass for one that worked.
+func resetState(spec *pipeline.Spec, names []string, log *slog.Logger) error {
+	for _, name := range names {
+		i := slices.IndexFunc(spec.Sources, func(s pipeline.SourceSpec) bool { return s.Name == name })
+		if i < 0 {
+			var have []string
+			for _, s := range spec.Sources {
+				have = append(have, s.Name)
+			}
+			return fmt.Errorf("--reset-state %s: the configuration has no source %q (its sources: %s)", name, name, strings.Join(have, ", "))
+		}
+		k, ok := spec.Sources[i].Source.(statestore.Keeper)
+		var files []string
+		if ok {
+			files = k.StateFiles()
+		}
+		if len(files) == 0 {
+			return fmt.Errorf("--reset-state %s: source %s keeps no state file (its positions live elsewhere, such as a Kafka group or a replication slot)", name, name)
+		}
+		for _, f := range files {
+			aside, err := statestore.Reset(f, statestore.Options{Log: log, Source: name})
+			if err != nil {
+				return fmt.Errorf("--reset-state %s: %w", name, err)
+			}
+			if aside == "" {
+				log.Info("--reset-state: the source has no state file yet; nothing to reset", "source", name, "path", f)
+			}
+		}
+	}
+	return nil
+}
+
 // runner runs one pipeline after another: the configuration, and the ones
 // reloads bring, until a run ends by itself or is interrupted.
 type runner struct {
 	c       *command
 	con     *console
+	vo      voice
 	log     *slog.Logger
 	sigs    <-chan os.Signal
 	changed <-chan struct{} // --watch: the file changed
+	// sd tells systemd (Type=notify) where the run is; watchdog ticks when
+	// it wants pings (internal/sdnotify).
+	sd       *sdnotify.Notifier
+	watchdog <-chan time.Time
 
 	src  *source
 	spec *pipeline.Spec
@@ -152,6 +264,9 @@ type runner struct {
 
 	first  time.Time // of the first interrupt
 	unread int64     // bytes left unread, over every run
+	// total sums every run's report: the summary counts since the process
+	// started, not since the last reload.
+	total fleet.Totals
 }
 
 func (r *runner) now() time.Time {
@@ -164,6 +279,11 @@ func (r *runner) now() time.Time {
 // loop runs the pipelines and returns the exit code.
 func (r *runner) loop() int {
 	r.handover = pipeline.NewHandover()
+	if every := r.sd.WatchdogInterval(); every > 0 {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		r.watchdog = t.C
+	}
 	defer func() {
 		if err := r.handover.Close(context.Background()); err != nil {
 			r.log.Warn("closing a source kept for a reload", "err", err)
@@ -173,7 +293,10 @@ func (r *runner) loop() int {
 		var report *pipeline.Report // set before Run returns
 		opts := []pipeline.Option{pipeline.WithLogger(r.log), pipeline.WithReport(func(rep *pipeline.Report) { report = rep }),
 			pipeline.WithHandover(r.handover)}
-		if w := r.con.progress(); w != nil {
+		started := make(chan struct{}, 1)
+		opts = append(opts, pipeline.WithStarted(func() { started <- struct{}{} }))
+		if w := r.con.progress(); w != nil && !r.vo.json {
+			// A progress line is for eyes; in JSON mode every line is a record.
 			opts = append(opts, pipeline.WithProgress(w, time.Second))
 		}
 		ctx, stop := context.WithCancel(context.Background())
@@ -184,7 +307,7 @@ func (r *runner) loop() int {
 		if r.c.reloaded != nil && r.src.reloaded {
 			r.c.reloaded(true)
 		}
-		code, again := r.wait(done, &report)
+		code, again := r.wait(done, started, &report)
 		stop()
 		if !again {
 			return code
@@ -194,22 +317,37 @@ func (r *runner) loop() int {
 
 // wait handles signals and reloads until the run returns; it reports
 // whether to start the next configuration, or else the exit code.
-func (r *runner) wait(done <-chan error, report **pipeline.Report) (int, bool) {
+func (r *runner) wait(done <-chan error, started <-chan struct{}, report **pipeline.Report) (int, bool) {
 	for {
 		select {
+		case <-started:
+			r.notify(r.sd.Ready("running " + r.src.name))
+		case <-r.watchdog:
+			r.notify(r.sd.Watchdog())
 		case err := <-done:
+			select {
+			case <-started: // a short run: say it started before it stopped
+				r.notify(r.sd.Ready("running " + r.src.name))
+			default:
+			}
 			r.unread += unread(*report)
+			if *report != nil {
+				r.total.Add(*report)
+			}
 			if r.next != nil && r.first.IsZero() && err == nil {
 				r.log.Info("reload: the previous configuration stopped with everything delivered committed; starting the new one",
 					append(reportCounts(*report), "sources_kept", r.handover.Kept())...)
 				r.spec, r.src, r.next, r.nextSrc = r.next, r.nextSrc, nil, nil
 				return 0, true
 			}
-			if *report != nil {
-				// stderr, never stdout: a stdout sink's output must stay pure NDJSON.
-				fmt.Fprint(r.con, (*report).String())
+			if r.first.IsZero() { // else the interrupt said so
+				r.notify(r.sd.Stopping("stopped: " + stopCause(err)))
 			}
-			return r.c.exitCode(r.con, err, r.unread), false
+			if sum := r.total.Report(); sum != nil {
+				// stderr, never stdout: a stdout sink's output must stay pure NDJSON.
+				r.vo.summary(sum)
+			}
+			return exitCode(r.vo, err, r.unread), false
 		case <-r.changed:
 			r.reload("the file changed")
 		case sig := <-r.sigs:
@@ -219,6 +357,7 @@ func (r *runner) wait(done <-chan error, report **pipeline.Report) (int, bool) {
 			case r.first.IsZero():
 				r.first = r.now()
 				r.log.Info("interrupt: shutting down gracefully (interrupt again, a second or more later, to exit at once)", "signal", sig.String())
+				r.notify(r.sd.Stopping("shutting down gracefully after " + sig.String()))
 				if r.next != nil {
 					r.log.Info("the reload waiting for the previous configuration to stop is cancelled")
 					r.handover.Keep() // nothing to hand on: no run follows
@@ -229,7 +368,8 @@ func (r *runner) wait(done <-chan error, report **pipeline.Report) (int, bool) {
 			default:
 				// The pipeline is left running; the process exits with this
 				// code, and whatever was not committed is read again next time.
-				fmt.Fprintln(r.con, "weir: second interrupt: exiting at once; uncommitted data will be read again")
+				r.vo.say(slog.LevelWarn, "weir: second interrupt: exiting at once; uncommitted data will be read again",
+					"second interrupt: exiting at once; uncommitted data will be read again", "exit_code", ExitSignal)
 				return ExitSignal, false
 			}
 		}
@@ -248,10 +388,11 @@ func (r *runner) reload(why string) {
 		return
 	}
 	r.log.Info("reload: loading the configuration", "cause", why, "file", r.src.name)
+	r.notify(r.sd.Reloading("reloading " + r.src.name + " (" + why + ")"))
 	src, err := r.src.reread()
 	var spec *pipeline.Spec
 	if err == nil {
-		spec, err = src.load()
+		spec, err = src.load(func(w *config.Error) { r.log.Warn(w.Error()) })
 	}
 	if err != nil {
 		r.refused(err)
@@ -259,26 +400,11 @@ func (r *runner) reload(why string) {
 	}
 	src.reloaded = true
 	r.next, r.nextSrc = spec, src
-	keep := unchangedSources(r.spec, spec)
+	keep := pipeline.UnchangedSources(r.spec, spec)
 	r.handover.Keep(keep...)
 	r.log.Info("reload: the new configuration is valid; stopping the pipeline (what is in flight is written and committed) to start it",
 		"sources_to_keep", keep)
 	r.stop()
-}
-
-// unchangedSources names the sources of next that a reload can hand on
-// from the running configuration: same settings, and a source that keeps
-// what it owns across runs (pipeline.SameSource).
-func unchangedSources(running, next *pipeline.Spec) []string {
-	keep := []string{}
-	for _, n := range next.Sources {
-		for _, o := range running.Sources {
-			if o.Name == n.Name && pipeline.SameSource(o, n) {
-				keep = append(keep, n.Name)
-			}
-		}
-	}
-	return keep
 }
 
 // refused logs why a reload was refused, every problem on its own line.
@@ -292,8 +418,25 @@ func (r *runner) refused(err error) {
 	} else {
 		r.log.Error("reload refused; still running the current configuration", "err", err)
 	}
+	// The reload is over: still running, with the configuration it had.
+	r.notify(r.sd.Ready("reload refused (the new configuration has problems: see the log); running the previous one"))
 	if r.c.reloaded != nil {
 		r.c.reloaded(false)
+	}
+}
+
+// stopCause is a run's end in a few words, for systemctl status.
+func stopCause(err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return "the input is done"
+}
+
+// notify logs a notification systemd did not get; the run goes on.
+func (r *runner) notify(err error) {
+	if err != nil {
+		r.log.Warn("systemd notification not sent", "err", err)
 	}
 }
 
@@ -362,23 +505,25 @@ func startCPUProfile(path string) (func(), error) {
 }
 
 // exitCode is the exit code of a run that ended with err, having left
-// unread bytes of input over all its configurations; messages go to w.
-func (c *command) exitCode(w io.Writer, err error, unread int64) int {
+// unread bytes of input over all its configurations; vo says why.
+func exitCode(vo voice, err error, unread int64) int {
 	if err == nil {
 		if unread > 0 {
-			fmt.Fprintf(w, "weir: finished, but %d bytes of input were left unread (see the summary and the warnings above)\n", unread)
+			vo.say(slog.LevelWarn, fmt.Sprintf("weir: finished, but %s of input were left unread (see the summary and the warnings above)", words.Plural(unread, "byte")),
+				"finished, but input was left unread (see the summary and the warnings above)", "unread_bytes", unread, "exit_code", ExitUnread)
 			return ExitUnread
 		}
 		return ExitOK
 	}
-	fmt.Fprintln(w, "weir:", err)
+	code := ExitRuntime
 	var fe *connector.FieldError
 	if errors.Is(err, pipeline.ErrSpec) || errors.As(err, &fe) {
 		// A connector found an option wrong only when it met the world
 		// (a path that matches no file): still the configuration.
-		return ExitConfig
+		code = ExitConfig
 	}
-	return ExitRuntime
+	vo.say(slog.LevelError, "weir: "+err.Error(), "stopped", "err", err.Error(), "exit_code", code)
+	return code
 }
 
 func unread(r *pipeline.Report) int64 {

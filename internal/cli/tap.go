@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/weir-etl/weir/internal/words"
 	"io"
 	"net/http"
 	"net/url"
@@ -80,6 +81,7 @@ func (c *command) tap(args []string) int {
 	if err != nil {
 		return c.usageErr(fs.Name(), err.Error())
 	}
+	withToken(req)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "weir: tap: %v (is weir running, with its endpoints at %s?)\n", err, *addr)
@@ -106,7 +108,7 @@ func (c *command) tap(args []string) int {
 		// its component.
 		if bytes.HasPrefix(line, []byte(`{"tap_end":`)) && json.Unmarshal(line, &end) == nil && end.End != nil {
 			out.Flush()
-			fmt.Fprintf(c.stderr, "weir: tap ended (%s): %d records", *end.End, end.Sent)
+			fmt.Fprintf(c.stderr, "weir: tap ended (%s): %s", *end.End, words.Plural(end.Sent, "record"))
 			if end.Dropped > 0 {
 				fmt.Fprintf(c.stderr, ", %d more sampled but dropped: this reader was too slow for -rate", end.Dropped)
 			}

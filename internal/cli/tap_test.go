@@ -75,3 +75,37 @@ sinks:
 		t.Errorf("run: exit %d\n%s", c, runErr)
 	}
 }
+
+// Guarantee: a weir whose metrics.token_env is set serves its taps and
+// status only to clients that send the token: weir tap and weir top send
+// it from WEIR_METRICS_TOKEN; without it they are refused with what to do.
+func TestTapAndTopSendTheToken(t *testing.T) {
+	t.Setenv("WEIR_TEST_TOKEN", "tap-token-1")
+	cfg := writeConfig(t, `
+sources:
+  in: { type: generate, partitions: 1, batch_size: 10 }
+sinks:
+  out: { type: blackhole, inputs: [in] }
+metrics:
+  token_env: WEIR_TEST_TOKEN
+`)
+	sigs, code, runErr, addr := startRun(t, cfg, "--metrics-addr", "127.0.0.1:0")
+	t.Setenv("WEIR_METRICS_TOKEN", "")
+	if c, _, stderr := runCLI("tap", "in", "-a", addr, "-n", "1"); c != ExitRuntime || !strings.Contains(stderr, "401 Unauthorized") || !strings.Contains(stderr, "WEIR_METRICS_TOKEN") {
+		t.Errorf("tap without the token: exit %d\n%s", c, stderr)
+	}
+	t.Setenv("WEIR_METRICS_TOKEN", "tap-token-1")
+	if c, stdout, stderr := runCLI("tap", "in", "-a", addr, "-n", "1"); c != ExitOK || strings.Count(stdout, "\n") != 1 {
+		t.Errorf("tap with the token: exit %d\n%s\n%s", c, stdout, stderr)
+	}
+	if c, stdout, stderr := runCLI("top", "-a", addr, "-once"); c != ExitOK || !strings.Contains(stdout, "out") {
+		t.Errorf("top with the token: exit %d\n%s\n%s", c, stdout, stderr)
+	}
+	if strings.Contains(runErr.String(), "tap-token-1") {
+		t.Errorf("the token reached the log:\n%s", runErr)
+	}
+	sigs <- syscall.SIGTERM
+	if c := <-code; c != ExitOK {
+		t.Errorf("run: exit %d\n%s", c, runErr)
+	}
+}

@@ -10,10 +10,10 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/weir-etl/weir/pipeline"
+	"github.com/weir-etl/weir/pipeline/view"
 )
 
 // weir top: the status page in a terminal. It reads a running weir's
@@ -80,12 +80,21 @@ func (c *command) top(args []string) int {
 	}
 }
 
+// withToken adds the bearer token from pipeline.TokenEnvVar, when it is
+// set: the one a weir whose metrics.token_env is set asks for.
+func withToken(req *http.Request) {
+	if tok := strings.TrimSpace(os.Getenv(pipeline.TokenEnvVar)); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+}
+
 // fetchStatus reads and decodes the status document at url.
 func fetchStatus(client *http.Client, url string) (*pipeline.Status, error) {
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
 	if err != nil {
 		return nil, fmt.Errorf("top: %w", err)
 	}
+	withToken(req)
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("top: reading the status: %w (is weir running, with metrics.address at that address?)", err)
@@ -105,62 +114,5 @@ func fetchStatus(client *http.Client, url string) (*pipeline.Status, error) {
 	return &st, nil
 }
 
-// renderTop writes one screen of st.
-func renderTop(w io.Writer, st *pipeline.Status) {
-	ready := "ready"
-	if !st.Ready {
-		ready = "not ready"
-	}
-	fmt.Fprintf(w, "weir %s, %s, up %s, at %s\n", st.State, ready, st.ServerTime.Sub(st.Started).Round(time.Second), st.ServerTime.Local().Format(time.TimeOnly))
-	if st.Error != "" {
-		fmt.Fprintf(w, "stopping because: %s\n", st.Error)
-	}
-	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "component\tkind\tin/s\tout/s\tout\terrors\tstate")
-	for _, n := range st.Nodes {
-		state := strings.ReplaceAll(n.State, "_", " ")
-		if n.Since != nil && n.State != "ok" {
-			state += " since " + n.Since.Local().Format(time.TimeOnly)
-		}
-		kind := n.Kind
-		if n.Type != "" {
-			kind += " " + n.Type
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%d\t%d\t%s\n", n.Name, kind, n.InPerSec, n.OutPerSec, n.Out, n.Errors, state)
-	}
-	tw.Flush()
-	for _, n := range st.Nodes {
-		if n.Error != "" {
-			fmt.Fprintf(w, "  %s: %s\n", n.Name, n.Error)
-		}
-	}
-	for _, s := range st.Sources {
-		fmt.Fprintf(w, "\n%s: %d partitions, %d stalled, %d batches in flight", s.Name, s.PartitionCount, s.StalledCount, s.InFlightBatches)
-		if s.Lag != nil {
-			fmt.Fprintf(w, ", lag %d", *s.Lag)
-		}
-		fmt.Fprintln(w)
-		for _, p := range s.Partitions {
-			if !p.Stalled {
-				continue
-			}
-			fmt.Fprintf(w, "  %s  committed %d  watermark %d  stalled %s\n", p.Name, p.Committed, p.Watermark,
-				(time.Duration(p.StallMillis) * time.Millisecond).Round(time.Second))
-			if p.Explanation != "" {
-				fmt.Fprintf(w, "    %s\n", p.Explanation)
-			}
-		}
-	}
-	if len(st.Events) > 0 {
-		fmt.Fprintln(w, "\nrecent events:")
-		for _, e := range st.Events[:min(len(st.Events), 5)] {
-			where := strings.Join(append([]string{e.Source, e.Sink}, e.Partitions...), " ")
-			fmt.Fprintf(w, "  %s  %s  %s  %s", e.Time.Local().Format(time.TimeOnly), e.Kind, strings.Join(strings.Fields(where), " "), e.Message)
-			if e.Count > 1 {
-				fmt.Fprintf(w, " (x%d)", e.Count)
-			}
-			fmt.Fprintln(w)
-		}
-	}
-}
+// renderTop writes one screen of st (view.Top).
+func renderTop(w io.Writer, st *pipeline.Status) { view.Top(w, st) }

@@ -49,7 +49,7 @@ func TestTopShowsFailingSinkAndStalledPartition(t *testing.T) {
 	}()
 
 	addr := strings.TrimPrefix(srv.URL, "http://")
-	want := []string{"weir running, not ready", "stuck", "failing since", "stuck: disk on fire", "gen: 1 partitions, 1 stalled",
+	want := []string{"weir running, not ready", "stuck", "failing since", "stuck: disk on fire", "gen: 1 partition, 1 stalled",
 		"gen/0", "The watermark has not moved", "recent events:", "sink_failing"}
 	deadline := time.Now().Add(30 * time.Second)
 	for {

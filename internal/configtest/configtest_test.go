@@ -116,7 +116,7 @@ tests:
 		{true, nil},
 		{false, []string{"outputs.total (line 22): the records differ (- want, + got):",
 			`  - {"status":"paid","qty":2,"price":3,"total":7}`, `  - {"extra":1}`, `  + {"status":"paid","qty":2,"price":3,"total":6}`}},
-		{false, []string{"outputs.small (line 27): 1 records, want 2", `record 1 is not "total > 10"`}},
+		{false, []string{"outputs.small (line 27): 1 record, want 2", `record 1 is not "total > 10"`}},
 		{false, []string{`  - {"status": "paid","qty":2,"price":3,"total":6}`, `  + {"status":"paid","qty":2,"price":3,"total":6}`}},
 		{false, []string{`the run: ended without an error; want one with "rejected"`}},
 		{true, nil},

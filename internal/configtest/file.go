@@ -98,12 +98,16 @@ func IsTestFile(path string) bool {
 
 // Error is a problem of a test file, at its line.
 type Error struct {
-	File string
-	Line int
-	Msg  string
+	File   string
+	Line   int
+	Column int // of a syntax error; 0 for the others
+	Msg    string
 }
 
 func (e *Error) Error() string {
+	if e.Line > 0 && e.Column > 0 {
+		return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Column, e.Msg)
+	}
 	if e.Line > 0 {
 		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
 	}
@@ -180,7 +184,8 @@ func (p *parser) parse(data []byte) *File {
 	f := &File{Path: p.file}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		p.errorf(nil, "not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+		line, col, msg := config.LocateSyntaxError(data, err)
+		p.errs = append(p.errs, &Error{File: p.file, Line: line, Column: col, Msg: "not valid YAML: " + msg})
 		return f
 	}
 	if len(doc.Content) == 0 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/weir-etl/weir/config"
 	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/internal/words"
 	"github.com/weir-etl/weir/pipeline"
 	"github.com/weir-etl/weir/record"
 	"github.com/weir-etl/weir/transform"
@@ -64,7 +65,7 @@ func (f *File) Run(ctx context.Context, c *Case) *Result {
 		}
 		return os.LookupEnv(name)
 	}
-	spec, err := config.ParseWith(f.Config, data, config.Options{Lookup: lookup, Sets: c.Sets})
+	spec, err := config.ParseWith(f.Config, data, config.Options{Lookup: lookup, Sets: c.Sets, Offline: true})
 	if err != nil {
 		res.Err = err
 		return res
@@ -237,7 +238,7 @@ func (f *File) check(res *Result, name string, e Expect, c capture) {
 	got := c.sink.flushed()
 	what := fmt.Sprintf("outputs.%s (line %d)", name, e.Line)
 	if e.Count != nil && len(got) != *e.Count {
-		res.Failures = append(res.Failures, Failure{What: what, Msg: fmt.Sprintf("%d records, want %d", len(got), *e.Count), Diff: listing(got)})
+		res.Failures = append(res.Failures, Failure{What: what, Msg: fmt.Sprintf("%s, want %d", words.Plural(len(got), "record"), *e.Count), Diff: listing(got)})
 	}
 	for _, cond := range e.Each {
 		flt, err := transform.NewFilter(cond)

@@ -95,8 +95,11 @@ func TestClientLog(t *testing.T) {
 	l.Log(kgo.LogLevelWarn, "heartbeat errored", "group", "g", "err", kerr.UnknownMemberID)
 	l.Log(kgo.LogLevelError, "fatal", "err", io.EOF)
 	l.Log(kgo.LogLevelInfo, "chatter")
+	// A failed offset commit logs the response's bare code.
+	l.Log(kgo.LogLevelWarn, "unable to commit offset for topic partition", "partition", int32(3), "error_code", int16(27), "commit_to", int64(25))
 	out := buf.String()
-	for _, part := range []string{"level=WARN", `msg="kafka client: heartbeat errored"`, "group=g", "UNKNOWN_MEMBER_ID (25): The coordinator", "level=ERROR", "component=kafka-client"} {
+	for _, part := range []string{"level=WARN", `msg="kafka client: heartbeat errored"`, "group=g", "UNKNOWN_MEMBER_ID (25): The coordinator", "level=ERROR", "component=kafka-client",
+		`error_code="REBALANCE_IN_PROGRESS (27): `, "partition=3", "commit_to=25"} {
 		if !strings.Contains(out, part) {
 			t.Errorf("log %q lacks %q", out, part)
 		}

@@ -31,11 +31,28 @@ func (c *clientLog) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	}
 	args := make([]any, 0, len(keyvals)+2)
 	for i, kv := range keyvals {
-		if err, ok := kv.(error); ok && i%2 == 1 {
-			kv = Explain(err).Error()
+		if i%2 == 1 {
+			kv = explainValue(keyvals[i-1], kv)
 		}
 		args = append(args, kv)
 	}
 	args = append(args, "component", "kafka-client")
 	c.l.Log(context.Background(), lvl, "kafka client: "+msg, args...)
+}
+
+// explainValue spells out a value the client logs: an error as Explain
+// does, and a bare Kafka error code (the client logs "error_code", 25 for a
+// failed offset commit) by its name, as weir names codes everywhere else.
+func explainValue(key, v any) any {
+	switch x := v.(type) {
+	case error:
+		return Explain(x).Error()
+	case int16:
+		if k, _ := key.(string); k == "error_code" || k == "err_code" {
+			if err := ForCode(x); err != nil {
+				return err.Error()
+			}
+		}
+	}
+	return v
 }

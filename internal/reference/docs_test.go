@@ -32,6 +32,11 @@ var docsEnv = map[string]string{
 	"KAFKA_PASSWORD":  "secret-pw",
 	"ORDERS_PASSWORD": "secret-pw",
 	"OUT_DIR":         "/var/out",
+	// password_env of the PostgreSQL examples: a variable an option names
+	// must be set for the file to load (config's checkEnv).
+	"SHOP_DB_PASSWORD": "secret-pw",
+	"PGPASSWORD":       "secret-pw",
+	"POD_NAME":         "weir-0", // the Helm chart sets it (docs/deploy.md)
 }
 
 // block is a fenced YAML block of a Markdown file.
@@ -93,7 +98,7 @@ func checkBlock(b block) []string {
 	if len(doc.Content) > 0 && doc.Content[0].Kind == yaml.MappingNode {
 		sets = complete(doc.Content[0])
 	}
-	_, err := config.ParseWith(b.file, padded, config.Options{Sets: sets, Lookup: func(name string) (string, bool) {
+	_, err := config.ParseWith(b.file, padded, config.Options{Offline: true, Sets: sets, Lookup: func(name string) (string, bool) {
 		v, ok := docsEnv[name]
 		return v, ok
 	}})

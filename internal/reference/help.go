@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/weir-etl/weir/config"
+	"github.com/weir-etl/weir/lang"
 )
 
 // List writes every type, by kind, with its one-line doc: `weir list`.
@@ -24,7 +25,7 @@ func List(w io.Writer) {
 		fmt.Fprintf(tw, "  %s\t%s\n", t.Name, t.Doc)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\n\"weir help TYPE\" shows a type's options; \"weir help source\", \"sink\", \"transform\", \"checkpoint\" and \"metrics\" the keys of the file itself.")
+	fmt.Fprintln(w, "\n\"weir help TYPE\" shows a type's options; \"weir help source\", \"sink\", \"transform\", \"checkpoint\" and \"metrics\" the keys of the file itself;\n\"weir help functions\" the expression language's functions.")
 }
 
 // Topics lists what Help knows besides type names.
@@ -33,13 +34,17 @@ func Topics() []string {
 	for _, s := range Sections() {
 		out = append(out, s.Name)
 	}
-	return out
+	return append(out, "functions", "a function's name")
 }
 
 // Help writes the help of topic: a type (every type of that name: file is a
 // source and a sink) or a section (Topics). It reports whether it knows the
 // topic.
 func Help(w io.Writer, topic string) bool {
+	if topic == "functions" {
+		HelpFunctions(w)
+		return true
+	}
 	found := false
 	for _, s := range Sections() {
 		if s.Name == topic {
@@ -54,6 +59,12 @@ func Help(w io.Writer, topic string) bool {
 		}
 		found = true
 		writeType(w, t)
+	}
+	if _, ok := lang.LookupFunc(topic); ok { // map is a transform and a function
+		if found {
+			fmt.Fprintln(w)
+		}
+		found = HelpFunction(w, topic)
 	}
 	return found
 }

@@ -78,7 +78,7 @@ func Sections() []Section {
 	return []Section{
 		{"source", "The keys every source takes, beside its type's own options (sources.<name>).", s.Source},
 		{"transform", "The keys every transform takes, beside its type's own (transforms.<name>).", s.Transform},
-		{"sink", "The keys every sink takes, beside its type's own options (sinks.<name>).", s.Sink},
+		{"sink", "The keys every sink takes, beside its type's own options (sinks.<name>). Exactly-once sinks, which store the source positions with their data and are never handed a record those cover (after a crash, a rewind, a rebalance): postgres always; file with exactly_once: true (a manifest under path commits each group's chunks with their positions: count only the visible chunks); kafka with exactly_once: true (transactions, for consumers with isolation.level=read_committed; a transactional_id of its own per process). Each needs acknowledgements on (the default) and stable sink and partition names.", s.Sink},
 		{"checkpoint", "The checkpoint section: commits, shutdown and the in-flight limits of the sources.", s.Checkpoint},
 		{"metrics", "The metrics section: the HTTP endpoints.", s.Metrics},
 	}

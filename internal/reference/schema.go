@@ -77,6 +77,8 @@ func Schema() ([]byte, error) {
 		"type":        "object",
 		"required":    []string{"sources", "sinks"},
 		"properties": map[string]any{
+			"name": map[string]any{"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$",
+				"description": "The pipeline's name among several in one process (weir run -d DIR); the file's name without its extension when left out."},
 			"sources":    named("source", "Where records come from, by name."),
 			"transforms": named("transform", "What is done to them, by name."),
 			"sinks":      named("sink", "Where they go, by name."),
@@ -147,6 +149,10 @@ func schemaOf(o config.Option) map[string]any {
 		}
 	case config.KindObject:
 		s = object("", o.Options)
+	case config.KindExpression, config.KindCondition:
+		// Editors offer the functions as completions (the YAML language
+		// server reads defaultSnippets).
+		s = map[string]any{"type": "string", "defaultSnippets": snippets()}
 	default:
 		s = map[string]any{}
 	}
@@ -168,6 +174,8 @@ func describe(o config.Option) string {
 		d = strings.TrimSpace(d + " A duration: 5s, 100ms, 1h30m.")
 	case config.KindSize:
 		d = strings.TrimSpace(d + " A size in bytes: 1024, 64KiB, 8MiB, 8MB.")
+	case config.KindExpression, config.KindCondition:
+		d = strings.TrimSpace(d + " An expression (docs/expressions.md); quote one that starts with @.")
 	}
 	return d
 }

@@ -12,8 +12,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
-	"github.com/weir-etl/weir/internal/weirtest"
+	"github.com/weir-etl/weir/internal/testkit/weirtest"
+	bolt "go.etcd.io/bbolt"
 )
 
 // logBuffer collects what the store logs.
@@ -41,7 +43,7 @@ func get(t *testing.T, s *Store, key string) string {
 // Positions written and closed are there when the file is opened again.
 func TestReopenKeepsState(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sub", "s.db")
-	s, err := Open(path, nil)
+	s, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +55,7 @@ func TestReopenKeepsState(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = Open(path, nil)
+	s, err = Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +63,7 @@ func TestReopenKeepsState(t *testing.T) {
 	if get(t, s, "a") != "" || get(t, s, "b") != "2" || s.Len() != 1 {
 		t.Fatalf("after reopening: a=%q b=%q len %d, want a deleted, b=2, one key", get(t, s, "a"), get(t, s, "b"), s.Len())
 	}
-	if _, err := Open(path, nil); err == nil || !strings.Contains(err.Error(), "locked by another process") {
+	if _, err := Open(path, Options{}); err == nil || !strings.Contains(err.Error(), "locked by another process") {
 		t.Fatalf("a second Open of a held file: %v, want an error saying it is locked", err)
 	}
 }
@@ -70,7 +72,7 @@ func TestReopenKeepsState(t *testing.T) {
 func validFile(t *testing.T) []byte {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "v.db")
-	s, err := Open(path, nil)
+	s, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,46 +87,13 @@ func validFile(t *testing.T) []byte {
 	return b
 }
 
-// A file that cannot hold committed data (what a first start that failed
-// half-way leaves: empty, shorter than the initial pages, all zeros) is
-// recreated, with a warning naming it.
-func TestStateOfAFailedFirstStartIsRecreated(t *testing.T) {
-	page := os.Getpagesize()
-	valid := validFile(t)
-	for name, content := range map[string][]byte{
-		"empty":             {},
-		"one zero page":     make([]byte, page),
-		"four zero pages":   make([]byte, 4*page),
-		"first page only":   valid[:page],
-		"meta pages only":   valid[:2*page],
-		"three pages":       valid[:3*page],
-		"zeros, many pages": make([]byte, 40*page),
-	} {
-		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "s.db")
-			if err := os.WriteFile(path, content, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			log, logs := logBuffer()
-			s, err := Open(path, log)
-			if err != nil {
-				t.Fatalf("Open: %v", err)
-			}
-			defer s.Close()
-			if len(content) > 0 && (!strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), path)) {
-				t.Fatalf("recreated without a warning naming the file; log: %s", logs)
-			}
-			put(t, s, "k", "v")
-			if get(t, s, "k") != "v" || s.Len() != 1 {
-				t.Fatal("the recreated store does not work")
-			}
-		})
-	}
-}
-
-// A file that holds, or may hold, committed data but cannot be read stops
-// Open with an error naming the file and the recovery, and is left as it is.
-func TestCorruptStateStops(t *testing.T) {
+// A file under the store's name that cannot be a store (empty, shorter
+// than the initial pages, all zeros, damaged, not a bbolt file) is refused:
+// the error names the file, says its positions are unknown and gives the
+// two ways to start afresh on purpose, and the file is left as it is. An
+// empty file was once taken for a first start, which read every input
+// again (issue 25).
+func TestUnusableStateIsRefused(t *testing.T) {
 	page := os.Getpagesize()
 	valid := validFile(t)
 	metaGone := bytes.Clone(valid)
@@ -134,6 +103,13 @@ func TestCorruptStateStops(t *testing.T) {
 		dataGone[i] = 0xCD
 	}
 	for name, content := range map[string][]byte{
+		"empty":             {},
+		"one zero page":     make([]byte, page),
+		"four zero pages":   make([]byte, 4*page),
+		"first page only":   valid[:page],
+		"meta pages only":   valid[:2*page],
+		"three pages":       valid[:3*page],
+		"zeros, many pages": make([]byte, 40*page),
 		"not a state file":  bytes.Repeat([]byte("some text that is not a bbolt file\n"), 1000),
 		"meta pages broken": metaGone,
 		"data pages broken": dataGone,
@@ -143,33 +119,79 @@ func TestCorruptStateStops(t *testing.T) {
 			if err := os.WriteFile(path, content, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			s, err := Open(path, nil)
+			s, err := Open(path, Options{Source: "logs"})
 			if err == nil {
 				s.Close()
-				t.Fatal("Open succeeded on a corrupt file")
+				t.Fatal("Open succeeded on a file that cannot be a store")
 			}
 			msg := err.Error()
-			for _, want := range []string{path, "move it aside", "read again from the start"} {
+			for _, want := range []string{path, "positions it held are unknown", "--reset-state logs", "delete the file"} {
 				if !strings.Contains(msg, want) {
 					t.Errorf("error %q does not say %q", msg, want)
 				}
 			}
 			if b, _ := os.ReadFile(path); !bytes.Equal(b, content) {
-				t.Fatal("the corrupt file was changed")
+				t.Fatal("the file was changed")
 			}
 		})
 	}
 }
 
+// A bbolt file that is sound but is not a store (no state bucket) is
+// refused too, unchanged.
+func TestForeignBoltFileIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("other")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	before, _ := os.ReadFile(path)
+	if s, err := Open(path, Options{}); err == nil || !strings.Contains(err.Error(), "no state bucket") {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("Open of a bbolt file without the state bucket: %v, want it refused", err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Fatal("the file was changed")
+	}
+}
+
+// Opening an existing store writes nothing to it: a caller that finds its
+// entries unusable leaves the file as it was (no transaction was committed
+// before the entries were read).
+func TestOpenWritesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	if err := os.WriteFile(path, validFile(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(path)
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ForEach(func(string, []byte) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Fatal("Open and a read changed the file")
+	}
+}
+
 // The issue's fault: the disk is full at the very first start. Open fails,
-// saying so; once there is space again, the next Open recreates the file
-// that the failed start left (whatever its size) and works.
+// saying so, and leaves no file under the store's name (creation is whole or
+// nothing); once there is space again, the next Open creates the store.
 func TestFirstStartOnAFullDisk(t *testing.T) {
 	for _, size := range []string{"4k", "8k", "12k"} {
 		t.Run(size, func(t *testing.T) {
 			dir, resize := weirtest.Tmpfs(t, size)
 			path := filepath.Join(dir, "state", "s.db")
-			s, err := Open(path, nil)
+			s, err := Open(path, Options{})
 			if err == nil {
 				s.Close()
 				t.Fatalf("Open on a %s tmpfs succeeded", size)
@@ -177,26 +199,145 @@ func TestFirstStartOnAFullDisk(t *testing.T) {
 			if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), path) {
 				t.Fatalf("Open: %v, want ENOSPC naming %s", err, path)
 			}
-			fi, statErr := os.Stat(path)
-			t.Logf("the failed start left %v bytes (%v)", func() int64 {
-				if fi == nil {
-					return -1
-				}
-				return fi.Size()
-			}(), statErr)
+			if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the failed start left a file under the store's name (%v)", err)
+			}
+			if ents, _ := os.ReadDir(filepath.Dir(path)); len(ents) != 0 {
+				t.Fatalf("the failed start left %d files behind", len(ents))
+			}
 			resize("1m")
-			log, logs := logBuffer()
-			s, err = Open(path, log)
+			s, err = Open(path, Options{})
 			if err != nil {
 				t.Fatalf("Open with space again: %v", err)
 			}
 			defer s.Close()
-			t.Logf("log: %s", logs)
 			put(t, s, "k", "v")
 			if get(t, s, "k") != "v" {
-				t.Fatal("the recreated store does not work")
+				t.Fatal("the new store does not work")
 			}
 		})
+	}
+}
+
+// A creation that crashed leaves a temporary file, never a file under the
+// store's name: Open removes one that is old and that nobody holds, and
+// leaves one that is recent or locked (a creation in progress).
+func TestStaleTemporaryFilesAreRemoved(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.db")
+	old := path + tempPrefix + "1-crashed"
+	recent := path + tempPrefix + "2-recent"
+	held := path + tempPrefix + "3-held"
+	for _, p := range []string{old, recent, held} {
+		if err := os.WriteFile(p, []byte("half a store"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := time.Now().Add(-2 * staleTemp)
+	for _, p := range []string{old, held} {
+		if err := os.Chtimes(p, long, long); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.Open(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	for p, want := range map[string]bool{old: false, recent: true, held: true, path: true} {
+		if _, err := os.Stat(p); (err == nil) != want {
+			t.Errorf("%s: exists=%v, want %v", filepath.Base(p), err == nil, want)
+		}
+	}
+}
+
+// Two processes creating one store at once: the store under the name is one
+// of theirs, whole, and the other Open fails as locked or opens that same
+// store; neither replaces the other's file.
+func TestConcurrentCreation(t *testing.T) {
+	for range 20 {
+		path := filepath.Join(t.TempDir(), "s.db")
+		type res struct {
+			s   *Store
+			err error
+		}
+		out := make(chan res, 2)
+		for range 2 {
+			go func() { s, err := Open(path, Options{}); out <- res{s, err} }()
+		}
+		var opened []*Store
+		for range 2 {
+			r := <-out
+			switch {
+			case r.err == nil:
+				opened = append(opened, r.s)
+			case !strings.Contains(r.err.Error(), "locked by another process"):
+				t.Fatalf("concurrent creation: %v", r.err)
+			}
+		}
+		if len(opened) != 1 {
+			t.Fatalf("%d of two concurrent Opens hold the store, want exactly one", len(opened))
+		}
+		put(t, opened[0], "k", "v")
+		opened[0].Close()
+		s, err := Open(path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if get(t, s, "k") != "v" {
+			t.Fatal("the store under the name is not the one that was written")
+		}
+		s.Close()
+	}
+}
+
+// Reset moves the file aside (kept, not deleted) so that the next Open
+// starts afresh; a file another process holds is not moved; no file is no
+// error.
+func TestReset(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.db")
+	if aside, err := Reset(path, Options{}); err != nil || aside != "" {
+		t.Fatalf("Reset without a file: %q, %v", aside, err)
+	}
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "k", "v")
+	if _, err := Reset(path, Options{}); err == nil || !strings.Contains(err.Error(), "locked by another process") {
+		t.Fatalf("Reset of a held store: %v, want it refused as locked", err)
+	}
+	s.Close()
+	if err := os.WriteFile(path, nil, 0o600); err != nil { // emptied: what Reset is for
+		t.Fatal(err)
+	}
+	log, logs := logBuffer()
+	aside, err := Reset(path, Options{Log: log, Source: "in"})
+	if err != nil || !strings.HasPrefix(aside, path+".reset-") {
+		t.Fatalf("Reset: %q, %v", aside, err)
+	}
+	if _, err := os.Stat(aside); err != nil {
+		t.Fatalf("the file moved aside is not there: %v", err)
+	}
+	if l := logs.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, aside) {
+		t.Fatalf("Reset did not warn naming where the file went:\n%s", l)
+	}
+	s, err = Open(path, Options{})
+	if err != nil {
+		t.Fatalf("Open after Reset: %v", err)
+	}
+	defer s.Close()
+	if s.Len() != 0 {
+		t.Fatal("the store after Reset is not empty")
 	}
 }
 
@@ -206,7 +347,7 @@ func TestFirstStartOnAFullDisk(t *testing.T) {
 func TestCommitOnAFullDisk(t *testing.T) {
 	dir, _ := weirtest.Tmpfs(t, "256k")
 	path := filepath.Join(dir, "s.db")
-	s, err := Open(path, nil)
+	s, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +381,7 @@ func TestCommitOnAFullDisk(t *testing.T) {
 	}
 	put(t, s, "k", "after")
 	s.Close()
-	s, err = Open(path, nil)
+	s, err = Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +397,7 @@ func TestCommitOnAFullDisk(t *testing.T) {
 func TestRandomDamageNeverCrashesOpen(t *testing.T) {
 	scratch := fastDir(t)
 	path := filepath.Join(scratch, "big.db")
-	s, err := Open(path, nil)
+	s, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,10 +431,10 @@ func TestRandomDamageNeverCrashesOpen(t *testing.T) {
 		if err := os.WriteFile(p, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		s, err := Open(p, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		s, err := Open(p, Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
-			if !strings.Contains(err.Error(), "move it aside") {
-				t.Fatalf("trial %d: %v, want the corruption error", trial, err)
+			if !strings.Contains(err.Error(), "cannot be used") {
+				t.Fatalf("trial %d: %v, want the unusable-file error", trial, err)
 			}
 			refused++
 			continue

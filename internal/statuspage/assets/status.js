@@ -12,6 +12,8 @@
   let last = null;        // the last status received
   let lastAt = 0;         // when it was received (browser clock)
   let downSince = 0;      // when requests began to fail, 0 while they succeed
+  let refusal = "";       // why weir refused the status (401, 403), shown instead
+  let asked = false;      // the token was asked for once already
   const sorts = {};       // source name -> {key, desc}
 
   const $ = (id) => document.getElementById(id);
@@ -22,6 +24,17 @@
       if (attrs[k] !== undefined && attrs[k] !== null) e.setAttribute(k, attrs[k]);
     }
     if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  // wrapping sets e's text with a line break allowed after every "/", so
+  // that a path wraps between its parts instead of inside a word.
+  function wrapping(e, text) {
+    const parts = String(text).split(/(?<=\/)(?=[^\s\/])/);
+    e.replaceChildren();
+    parts.forEach((p, i) => {
+      if (i > 0) e.appendChild(document.createElement("wbr"));
+      e.appendChild(document.createTextNode(p));
+    });
     return e;
   }
   function svg(tag, attrs, text) {
@@ -58,9 +71,10 @@
   }
   function clip(s, n) { return s.length > n ? s.slice(0, n - 1) + "…" : s; }
   const STATE_WORDS = { ok: "ok", opening: "opening", finished: "finished", stalled: "stalled",
-    retrying: "retrying", failing: "failing", given_up: "given up" };
+    retrying: "retrying", failing: "failing", given_up: "given up", idle: "idle" };
   function stateText(n) {
     let s = STATE_WORDS[n.state] || n.state;
+    if (n.waiting_on && n.waiting_on.length) s += ": waiting on " + n.waiting_on.join(", ");
     if (n.since && n.state !== "ok") s += " since " + time(n.since);
     return s;
   }
@@ -311,6 +325,7 @@
     }
     let word = STATE_WORDS[n.state] || n.state;
     if (n.consecutive_failures && n.state !== "ok") word += " (" + n.consecutive_failures + ")";
+    if (n.waiting_on && n.waiting_on.length) word += ": waiting on " + n.waiting_on.join(", ");
     g.appendChild(svg("text", { class: "state", x: 8, y: 64 }, clip(word, chars)));
     const detail = [];
     if (n.since && n.state !== "ok") detail.push("since " + time(n.since));
@@ -332,13 +347,17 @@
       if (n.outputs) details.push("outputs: " + n.outputs.join(", "));
       if (n.dead_letter) details.push("dead letters to " + n.dead_letter);
       if (n.rejected) details.push(count(n.rejected) + " rejected");
+      if (n.exactly_once) details.push("exactly once: " + count(n.already_held || 0) + " already held, not written again");
       const cells = [
-        ["name", n.name], ["kind", n.kind + " · " + n.type],
+        ["name", n.name, "name"], ["kind", n.kind + " · " + n.type],
         ["in/s", n.kind === "source" ? "" : rate(n.in_per_sec), "num"], ["out/s", rate(n.out_per_sec), "num"],
         ["in", n.kind === "source" ? "" : count(n.in), "num"], ["out", count(n.out), "num"],
         ["errors", count(n.errors), "num"], ["state", stateText(n), "state"], ["details", details.join("; "), "why"],
       ];
-      for (const [label, text, cls] of cells) tr.appendChild(el("td", { "data-label": label, class: cls }, text));
+      for (const [label, text, cls] of cells) {
+        if (cls === "why") tr.appendChild(wrapping(el("td", { "data-label": label, class: cls }), text));
+        else tr.appendChild(el("td", { "data-label": label, class: cls, title: cls === "name" ? text : undefined }, text));
+      }
       return tr;
     });
     body.replaceChildren(...rows);
@@ -389,6 +408,10 @@
     if (src.lag !== undefined) sum.push("lag " + count(src.lag));
     if (src.as_of) sum.push("as of " + time(src.as_of));
     wrap.appendChild(el("p", { class: "summary muted" }, sum.join(" · ")));
+    if (src.failing) {
+      wrap.appendChild(el("p", { class: "summary failing" }, "Cannot read: failing for " + dur(src.failing.failing_for_ms) +
+        " (" + count(src.failing.attempts) + " attempts), retrying: " + src.failing.error));
+    }
     if (src.partitions_omitted > 0) {
       wrap.appendChild(el("p", { class: "summary" }, "Showing the " + src.partitions.length + " most stalled or lagging of " +
         count(src.partition_count) + " partitions; api/v1/status?partitions=N lists more."));
@@ -434,7 +457,10 @@
     for (const p of sortParts(src.partitions, s)) {
       const tr = el("tr", { "data-partition": p.name, "data-status": p.status, class: p.stalled ? "stalled" : undefined });
       for (const c of PART_COLS) {
-        tr.appendChild(el("td", { "data-label": c.label, class: c.key === "why" ? "why" : c.num ? "num" : undefined }, partCell(p, c)));
+        const text = partCell(p, c);
+        if (c.key === "why") tr.appendChild(wrapping(el("td", { "data-label": c.label, class: "why" }), text));
+        else tr.appendChild(el("td", { "data-label": c.label, class: c.key === "name" ? "name" : c.num ? "num" : undefined,
+          title: c.key === "name" ? text : undefined }, text));
       }
       tb.appendChild(tr);
     }
@@ -454,7 +480,7 @@
       if (e.partitions && e.partitions.length) where.push(e.partitions.join(", ") + (e.count > e.partitions.length ? " …" : ""));
       if (where.length) li.appendChild(el("span", { class: "where" }, where.join(" · ")));
       if (e.count > 1) li.appendChild(el("span", { class: "muted" }, "×" + e.count));
-      li.appendChild(el("span", { class: "msg" }, e.message));
+      li.appendChild(wrapping(el("span", { class: "msg" }), e.message));
       return li;
     });
     $("events").replaceChildren(...items);
@@ -466,7 +492,9 @@
     const badge = $("run-state"), banner = $("banner"), ready = $("ready");
     let state = last ? last.state : "loading";
     const msgs = [];
-    if (downSince) {
+    if (refusal) {
+      msgs.push(refusal);
+    } else if (downSince) {
       state = last && (last.state === "stopping" || last.state === "stopped") ? "stopped" : "not-answering";
       msgs.push(state === "stopped"
         ? "weir has stopped: no answer since " + new Date(downSince).toLocaleTimeString([], { hour12: false }) + ". The page shows the last state it received."
@@ -509,7 +537,24 @@
     const ctl = new AbortController();
     const timer = setTimeout(() => ctl.abort(), TIMEOUT_MS);
     try {
-      const resp = await fetch(STATUS_URL, { cache: "no-store", signal: ctl.signal });
+      // Beyond loopback weir serves the status only with its token
+      // (metrics.token_env): asked for once, kept for this tab only.
+      const token = sessionStorage.getItem("weir-token");
+      const headers = token ? { Authorization: "Bearer " + token } : {};
+      const resp = await fetch(STATUS_URL, { cache: "no-store", signal: ctl.signal, headers });
+      if (resp.status === 401 && !asked) {
+        asked = true;
+        const t = window.prompt("This weir asks for its metrics token (metrics.token_env) to show the status:");
+        if (t) {
+          sessionStorage.setItem("weir-token", t.trim());
+          asked = false;
+        }
+      }
+      if (resp.status === 401 || resp.status === 403) {
+        refusal = (await resp.text()).trim();
+        throw new Error("HTTP " + resp.status);
+      }
+      refusal = "";
       if (!resp.ok) throw new Error("HTTP " + resp.status);
       const st = await resp.json();
       if (st.version !== 1) throw new Error("status version " + st.version + ", this page reads 1");
@@ -525,6 +570,32 @@
       setTimeout(poll, PERIOD_MS);
     }
   }
+
+  // Under weir run -d the page is served at /pipelines/NAME/: it lists every
+  // pipeline of the process with its state, from ../../api/v1/pipelines.
+  const IN_FLEET = /\/pipelines\/[^\/]+\/$/.test(location.pathname);
+  async function pollFleet() {
+    try {
+      const token = sessionStorage.getItem("weir-token");
+      const headers = token ? { Authorization: "Bearer " + token } : {};
+      const resp = await fetch("../../api/v1/pipelines", { cache: "no-store", headers });
+      if (!resp.ok) throw new Error("HTTP " + resp.status);
+      const doc = await resp.json();
+      const here = decodeURIComponent(location.pathname.split("/").slice(-2, -1)[0]);
+      $("pipelines").replaceChildren(...(doc.pipelines || []).map((p) => {
+        const li = el("li");
+        li.appendChild(p.name === here ? el("strong", {}, p.name) : el("a", { href: "../" + encodeURIComponent(p.name) + "/" }, p.name));
+        li.appendChild(el("span", { class: "badge", "data-state": p.state }, p.state));
+        return li;
+      }));
+      $("fleet").hidden = false;
+    } catch (err) {
+      $("fleet").hidden = true;
+    } finally {
+      setTimeout(pollFleet, PERIOD_MS * 2);
+    }
+  }
+  if (IN_FLEET) pollFleet();
 
   let resizeTimer = 0;
   window.addEventListener("resize", () => {

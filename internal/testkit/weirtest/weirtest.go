@@ -75,10 +75,19 @@ func (e *BuildError) Error() string {
 	return "weirtest: go build ./cmd/weir (tags " + e.Tags + "): " + e.Err.Error() + "\n" + string(e.Output)
 }
 
-// moduleRoot is the directory of the module, two levels above this file.
+// moduleRoot is the directory of the module: the nearest one above this
+// file that holds go.mod (counting levels broke when the kit moved).
 func moduleRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	dir := filepath.Dir(file)
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return dir
+		}
+	}
 }
 
 // SyncBuffer collects what a process writes (its stderr) for a test that
