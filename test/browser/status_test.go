@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/weir-etl/weir/internal/weirtest"
+	"github.com/weir-etl/weir/internal/testkit/weirtest"
 	"go.uber.org/goleak"
 )
 
@@ -46,7 +46,7 @@ transforms:
     type: map
     inputs: [gen]
     set:
-      part: origin.partition
+      part: '@origin.partition'
   split:
     type: route
     inputs: [tagged]
@@ -467,6 +467,7 @@ type page struct {
 	RunState     string
 	Banner       string
 	ReadyShown   bool
+	TooWide      []string // the innermost elements past the window's width
 }
 
 const readPage = `(() => {
@@ -502,6 +503,7 @@ const readPage = `(() => {
     RunState: text("#run-state"),
     Banner: banner.hidden ? "" : banner.textContent,
     ReadyShown: getComputedStyle(q("#ready")).display !== "none",
+    TooWide: ` + tooWide + `,
   };
 })()`
 
@@ -546,7 +548,7 @@ func checkLayout(t *testing.T, p page, names []string, width int, layout string)
 		t.Errorf("the graph draws %v, want %v", got, want)
 	}
 	if p.ScrollWidth > p.ClientWidth {
-		t.Errorf("at %d px the page is %.0f px wide and scrolls sideways (window %.0f)", width, p.ScrollWidth, p.ClientWidth)
+		t.Errorf("at %d px the page is %.0f px wide and scrolls sideways (window %.0f): %v", width, p.ScrollWidth, p.ClientWidth, p.TooWide)
 	}
 	if p.Layout != layout {
 		t.Errorf("at %d px the graph is laid out %q, want %q", width, p.Layout, layout)
@@ -566,4 +568,188 @@ func screenshot(t *testing.T, ctx context.Context, path string) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", path)
+}
+
+// brokenWords finds, in the page's text outside the graph, every word that
+// the layout breaks across lines: for each whitespace-separated word, the
+// line each character is drawn on. A word may go on after a "/" or a "-" on
+// the next line (a long path or name wraps where it has a boundary); a
+// number (digits, commas, dots) never breaks, nor does a word elsewhere.
+// Text cut short with an ellipsis stays on one line and passes.
+const brokenWords = `(() => {
+  const bad = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const range = document.createRange();
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (n.parentElement.closest("svg, [hidden], noscript, option")) continue;
+    const text = n.data;
+    const re = /\S+/g;
+    for (let m = re.exec(text); m; m = re.exec(text)) {
+      const word = m[0];
+      if (word.length < 2) continue;
+      let prevTop = null, breakAt = -1;
+      for (let i = 0; i < word.length; i++) {
+        range.setStart(n, m.index + i);
+        range.setEnd(n, m.index + i + 1);
+        const r = range.getClientRects();
+        if (!r.length || r[0].width === 0) continue;
+        const top = Math.round(r[0].top);
+        if (prevTop !== null && Math.abs(top - prevTop) > 2) { breakAt = i; break; }
+        prevTop = top;
+      }
+      if (breakAt < 0) continue;
+      const before = word[breakAt - 1];
+      const numeric = /^[\d.,]+$/.test(word.replace(/[^\w.,]/g, ""));
+      if (numeric || !(before === "/" || before === "-")) {
+        bad.push(word.slice(0, breakAt) + " | " + word.slice(breakAt) + " (in " + n.parentElement.tagName.toLowerCase() +
+          (n.parentElement.dataset.label ? " " + n.parentElement.dataset.label : "") + ")");
+      }
+    }
+  }
+  return bad;
+})()`
+
+// tooWide names the innermost elements that reach past the window's width.
+const tooWide = `(() => {
+  const w = document.documentElement.clientWidth, out = [];
+  for (const e of document.querySelectorAll("body *")) {
+    const r = e.getBoundingClientRect();
+    if (r.right > w + 1 && ![...e.children].some((c) => c.getBoundingClientRect().right > w + 1)) {
+      out.push({ right: r.right, text: e.tagName.toLowerCase() + (e.className && typeof e.className === "string" ? "." + e.className : "") +
+        (e.dataset.label ? "[" + e.dataset.label + "]" : "") + " to " + Math.round(r.right) + ": " + e.textContent.slice(0, 40) });
+    }
+  }
+  out.sort((a, b) => b.right - a.right);
+  return out.slice(0, 6).map((o) => o.text);
+})()`
+
+// Guarantee: at 800 and 1400 px wide, no word of the page is broken across
+// lines in the middle ("order|s", "transfor|m", "19,5|00"): names, kinds,
+// states and numbers stay whole; a long path or name wraps only after a "/"
+// or "-", or is cut short with an ellipsis, its whole text in its title. The
+// page still never scrolls sideways.
+func TestStatusPageBreaksNoWord(t *testing.T) {
+	chrome := chromium(t)
+	bin := weirtest.BuildTemp(t, "")
+	shots := artifactDir(t)
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "stuck"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stuck", "blocked"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "ten.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(tenYAML, dir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runs := []struct {
+		name  string
+		w     *weirProcess
+		ready func(page) string
+	}{
+		{"ten", startWeir(t, bin, cfg), func(p page) string {
+			if p.Node["stuck"].State != "failing" || !p.PartStalled || !strings.Contains(p.PartRow, "has not moved") {
+				return fmt.Sprintf("sink stuck %q, gen/0 stalled %v, explained %v", p.Node["stuck"].State, p.PartStalled, strings.Contains(p.PartRow, "has not moved"))
+			}
+			return ""
+		}},
+		{"quickstart", startWeir(t, bin, quickstart(t)), func(p page) string {
+			if len(p.Nodes) != 5 || !strings.Contains(p.Events, "assigned") {
+				return fmt.Sprintf("%d nodes, events %q", len(p.Nodes), p.Events)
+			}
+			return ""
+		}},
+	}
+	for _, r := range runs {
+		for _, width := range []int{800, 1400} {
+			t.Run(fmt.Sprintf("%s/%d", r.name, width), func(t *testing.T) {
+				ctx := browser(t, chrome, width, 900)
+				navigate(t, ctx, r.w.base)
+				p := waitPage(t, ctx, "the pipeline drawn", r.ready)
+				if p.ScrollWidth > p.ClientWidth {
+					wide, _ := chromedp.Run(ctx, chromedp.Evaluate[[]string](tooWide))
+					t.Errorf("at %d px the page is %.0f px wide and scrolls sideways: %v", width, p.ScrollWidth, wide)
+				}
+				bad, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](brokenWords))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, b := range bad {
+					t.Errorf("at %d px a word is broken across lines: %s", width, b)
+				}
+				screenshot(t, ctx, filepath.Join(shots, fmt.Sprintf("words-%s-%d.png", r.name, width)))
+			})
+		}
+	}
+}
+
+// A source read by a sink that fails for good and by a healthy one: the
+// failing sink holds the partition, the source reaches its in-flight limit,
+// and the healthy sink writes nothing.
+const idleYAML = `
+sources:
+  gen:
+    type: generate
+    partitions: 1
+    rate: 400
+    batch_size: 20
+    max_in_flight_batches: 4
+sinks:
+  stuck:
+    type: file
+    inputs: [gen]
+    path: %[1]s/stuck
+    template: blocked/part
+    batch: { max_records: 100, max_age: 200ms }
+    retry: { max_attempts: 2, initial_backoff: 100ms, max_backoff: 200ms }
+    give_up_after: 1h
+  healthy:
+    type: blackhole
+    inputs: [gen]
+checkpoint:
+  commit_interval: 500ms
+  stall_warning: 2s
+metrics:
+  address: 127.0.0.1:0
+`
+
+// Guarantee: a healthy sink that writes nothing because its sibling holds
+// back their source is drawn idle, not ok, saying what it waits on, in the
+// graph and in the components table.
+func TestStatusPageSaysWhatAnIdleSinkWaitsOn(t *testing.T) {
+	chrome := chromium(t)
+	bin := weirtest.BuildTemp(t, "")
+	shots := artifactDir(t)
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "stuck"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stuck", "blocked"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "idle.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(idleYAML, dir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := startWeir(t, bin, cfg)
+	ctx := browser(t, chrome, 1280, 800)
+	console := watchConsole(ctx)
+	defer noConsoleErrors(t, console)
+	navigate(t, ctx, w.base)
+	waitPage(t, ctx, "the healthy sink idle, waiting on the stuck one", func(p page) string {
+		n := p.Node["healthy"]
+		if n.State != "idle" || !strings.Contains(n.Text, "waiting on stuck") {
+			return fmt.Sprintf("sink healthy drawn %q, reading %q", n.State, n.Text)
+		}
+		return ""
+	})
+	row, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#nodes tr[data-name="healthy"] td[data-label="state"]').textContent`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(row, "idle: waiting on stuck") {
+		t.Errorf("sink healthy's state in the table reads %q, want idle: waiting on stuck", row)
+	}
+	screenshot(t, ctx, filepath.Join(shots, "idle-1280x800.png"))
 }

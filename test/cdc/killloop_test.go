@@ -15,8 +15,8 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/weir-etl/weir/internal/weirtest"
-	"github.com/weir-etl/weir/source/pgcdc/pgcdctest"
+	"github.com/weir-etl/weir/internal/testkit/pgcdctest"
+	"github.com/weir-etl/weir/internal/testkit/weirtest"
 )
 
 const pipelineYAML = `

@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weir-etl/weir/internal/weirtest"
+	"github.com/weir-etl/weir/internal/testkit/weirtest"
 	bolt "go.etcd.io/bbolt"
 )
 

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weir-etl/weir/internal/weirtest"
+	"github.com/weir-etl/weir/internal/testkit/weirtest"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -45,7 +45,7 @@ sources:
   in:
     type: file
     paths: [%[1]s/logs/*.ndjson]
-    mode: tail
+    mode: %[3]s
     poll_interval: 50ms
     data_dir: %[1]s/state
 %[2]s
@@ -71,12 +71,18 @@ type env struct {
 
 func newEnv(t *testing.T, extra string) *env {
 	t.Helper()
+	return newEnvMode(t, "tail", extra)
+}
+
+// newEnvMode is newEnv with the source's mode (once or tail).
+func newEnvMode(t *testing.T, mode, extra string) *env {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "weir.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(pipelineYAML, dir, strings.ReplaceAll(extra, "$DIR", dir))), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(pipelineYAML, dir, strings.ReplaceAll(extra, "$DIR", dir), mode)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return &env{t: t, dir: dir, cfg: cfg}
@@ -151,7 +157,7 @@ type weir struct {
 	stopping bool
 }
 
-func (e *env) start() *weir {
+func (e *env) start(args ...string) *weir {
 	e.t.Helper()
 	e.n++
 	logPath := e.path(fmt.Sprintf("weir-%d.log", e.n))
@@ -159,7 +165,7 @@ func (e *env) start() *weir {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "run", "-c", e.cfg)
+	cmd := exec.Command(bin, append([]string{"run", "-c", e.cfg}, args...)...)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)
@@ -216,6 +222,31 @@ func (w *weir) stop(sig syscall.Signal) int {
 	}
 	w.e.t.Fatal(w.err)
 	return 0
+}
+
+// wait waits for the run to exit by itself and returns its exit code.
+func (w *weir) wait() int {
+	w.e.t.Helper()
+	select {
+	case <-w.done:
+	case <-time.After(60 * time.Second):
+		w.e.t.Fatal("weir did not exit within 60s")
+	}
+	var ee *exec.ExitError
+	switch {
+	case w.err == nil:
+		return 0
+	case errors.As(w.err, &ee):
+		return ee.ExitCode()
+	}
+	w.e.t.Fatal(w.err)
+	return 0
+}
+
+// logText returns what the run logged so far.
+func (w *weir) logText() string {
+	b, _ := os.ReadFile(w.log)
+	return string(b)
 }
 
 // waitLog waits until the run's log has a line holding every one of parts.

@@ -21,8 +21,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/weir-etl/weir/internal/kafkatest"
-	"github.com/weir-etl/weir/internal/weirtest"
+	"github.com/weir-etl/weir/internal/testkit/kafkatest"
+	"github.com/weir-etl/weir/internal/testkit/weirtest"
 )
 
 // proc is one running `weir run`.

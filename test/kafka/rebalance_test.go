@@ -11,8 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/weir-etl/weir/internal/kafkatest"
-	"github.com/weir-etl/weir/internal/weirtest"
+	"github.com/weir-etl/weir/internal/testkit/kafkatest"
+	"github.com/weir-etl/weir/internal/testkit/weirtest"
 )
 
 // Partitions that stay empty during a rebalance: a 12-partition topic has

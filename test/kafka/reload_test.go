@@ -14,8 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/weir-etl/weir/internal/kafkatest"
-	"github.com/weir-etl/weir/internal/weirtest"
+	"github.com/weir-etl/weir/internal/testkit/kafkatest"
+	"github.com/weir-etl/weir/internal/testkit/weirtest"
 )
 
 // memberIDs returns the group's member ids, sorted, once the group is stable

@@ -15,9 +15,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/weir-etl/weir/internal/kafkatest"
-	"github.com/weir-etl/weir/internal/pgtest"
-	"github.com/weir-etl/weir/internal/weirtest"
+	"github.com/weir-etl/weir/internal/testkit/kafkatest"
+	"github.com/weir-etl/weir/internal/testkit/pgtest"
+	"github.com/weir-etl/weir/internal/testkit/weirtest"
 )
 
 const kafkaYAML = `

@@ -20,7 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/weir-etl/weir/internal/pgtest"
+	"github.com/weir-etl/weir/internal/testkit/pgtest"
 )
 
 var killSeed = flag.Uint64("pgkill.seed", 0, "seed of the kill schedule (0: derived from the clock)")
@@ -185,7 +185,32 @@ func (sc *killScenario) run(minKills, maxKills int) uint64 {
 	}
 }
 
-var partFile = regexp.MustCompile(`/part-(\d)\.ndjson@`)
+// partInode reads the inode from a file partition's name
+// (`<inode>@<birth time>#<hash>`, or `<device>:<inode>#<hash>` where the
+// filesystem has no birth times; docs/file-connectors.md).
+var partInode = regexp.MustCompile(`^(?:\d+:)?(\d+)[@#]`)
+
+// fileOf returns the input file a partition name is the name of.
+func (sc *killScenario) fileOf(part string) (int, bool) {
+	m := partInode.FindStringSubmatch(part)
+	if m == nil {
+		return 0, false
+	}
+	ino, err := strconv.ParseUint(m[1], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	for f := range killFiles {
+		fi, err := os.Stat(filepath.Join(sc.dir, "input", fmt.Sprintf("part-%d.ndjson", f)))
+		if err != nil {
+			sc.t.Fatal(err)
+		}
+		if fi.Sys().(*syscall.Stat_t).Ino == ino {
+			return f, true
+		}
+	}
+	return 0, false
+}
 
 // check is the invariant at a kill: a stored position is never past a row
 // the table lacks. The runtime skips, after a restart, every record below the
@@ -216,11 +241,10 @@ func (sc *killScenario) check(when string) (done float64) {
 		if err := rows.Scan(&part, &pos); err != nil {
 			sc.t.Fatal(err)
 		}
-		m := partFile.FindStringSubmatch(part)
-		if m == nil {
+		f, ok := sc.fileOf(part)
+		if !ok {
 			sc.t.Fatalf("positions row for partition %q names no input file", part)
 		}
-		f, _ := strconv.Atoi(m[1])
 		stored[f] = pos
 	}
 	if err := rows.Err(); err != nil {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/weir-etl/weir/connector/conformance"
-	"github.com/weir-etl/weir/internal/pgtest"
+	"github.com/weir-etl/weir/internal/testkit/pgtest"
 	"github.com/weir-etl/weir/pipeline"
 	"github.com/weir-etl/weir/record"
 	"github.com/weir-etl/weir/sink/postgres"

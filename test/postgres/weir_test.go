@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/weir-etl/weir/internal/weirtest"
+	"github.com/weir-etl/weir/internal/testkit/weirtest"
 )
 
 var ctx = context.Background()
