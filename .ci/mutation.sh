@@ -111,7 +111,8 @@ for arg in "$@"; do
   while read -r line; do
     awk -v l="$line" '{ sub(/^ +/, "") } $0 == l { f = 1 } END { exit !f }' "$out" ||
       echo "note: $pkg: listed as equivalent in $equivalents but did not live: $line"
-  done < <(sed -nE "s/^\| \`$pkg\` \| \`(LIVED [A-Z_]+ at [^\`]+)\` \|.*/\1/p" "$equivalents")
+  # '#' delimits: a package's path has slashes (pipeline/internal/policy).
+  done < <(sed -nE "s#^\| \`$pkg\` \| \`(LIVED [A-Z_]+ at [^\`]+)\` \|.*#\1#p" "$equivalents")
 
   if [ ${#unlisted[@]} -gt 0 ] && [ "${verdict%%:*}" = ok ]; then
     verdict="FAIL: ${#unlisted[@]} lived mutants not listed as equivalent; ${verdict#ok: }"

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/weir-etl/weir/record"
 )
@@ -183,6 +184,14 @@ func bareRun(shape, in, out string) error {
 				rec := record.New(line)
 				var keep []byte
 				switch shape {
+				case "map5":
+					if err := rec.Index(&obj); err != nil {
+						return fmt.Errorf("%s at %d: %v", p, off+int64(r), err)
+					}
+					if mapped, err = fiveComputed(&obj, mapped[:0]); err != nil {
+						return fmt.Errorf("%s at %d: %v", p, off+int64(r), err)
+					}
+					keep = mapped
 				case "map":
 					if err := rec.Index(&obj); err != nil {
 						return fmt.Errorf("%s at %d: %v", p, off+int64(r), err)
@@ -231,4 +240,43 @@ func bareMain(shape, in, out string) {
 		log.Fatalf("bare %s: %v", shape, err)
 	}
 	fmt.Println(strconv.Quote(shape) + " done")
+}
+
+// fiveComputed is map5YAML's work by hand on an indexed record: the same
+// reads and writes through weir's record model, with the computations in
+// Go (a concatenation, a checked product, a conditional, time.Parse and
+// AppendFormat, a nested read).
+func fiveComputed(o *record.Obj, dst []byte) ([]byte, error) {
+	first, _ := o.Get("first")
+	last, _ := o.Get("last")
+	qv, _ := o.Get("qty")
+	pv, _ := o.Get("price_cents")
+	ts, _ := o.Get("ts")
+	user, _ := o.Get("user")
+	q, err1 := qv.Int()
+	pc, err2 := pv.Int()
+	if err1 != nil || err2 != nil {
+		return dst, fmt.Errorf("qty or price_cents is not an integer")
+	}
+	total := q * pc
+	if pc != 0 && total/pc != q {
+		return dst, fmt.Errorf("overflow")
+	}
+	tier := "std"
+	if total > 3000 {
+		tier = "gold"
+	}
+	t, err := time.Parse(time.RFC3339, ts.Text())
+	if err != nil {
+		return dst, err
+	}
+	addr, _ := user.Get("address")
+	city, _ := addr.Get("city")
+	var day [10]byte
+	o.Set("name", record.StringValue(first.Text()+" "+last.Text()))
+	o.Set("total", record.IntValue(total))
+	o.Set("tier", record.StringValue(tier))
+	o.Set("day", record.StringValue(string(t.AppendFormat(day[:0], "2006-01-02"))))
+	o.Set("city", city)
+	return o.AppendJSON(dst), nil
 }

@@ -1,7 +1,9 @@
 // Command file benchmarks weir end to end with the real binary: NDJSON files
 // → filter(id % 2 == 0) → one or two file sinks, with the sinks'
-// acknowledgements on and off, and NDJSON files → map (rename one field) →
-// a file sink; and beside each, the bare loop (bare.go): a hand-written Go
+// acknowledgements on and off, NDJSON files → map (rename one field) → a
+// file sink, and orders → map (five computed fields: a concatenation,
+// arithmetic, a conditional, a timestamp parse and format, a nested read)
+// → a file sink; and beside each, the bare loop (bare.go): a hand-written Go
 // program that does the same work with the same durability and nothing else.
 // It reports input records/s, MB/s, CPU seconds (user+sys of the process)
 // and peak RSS, as medians of several runs with their min–max, and the
@@ -30,6 +32,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,13 +47,34 @@ var (
 	binFlag    = flag.String("bin", "", "weir binary to run (default: build ./cmd/weir)")
 	workDir    = flag.String("dir", "", "working directory (default: a temporary one, removed at the end)")
 	cpuProfile = flag.String("cpuprofile", "", "directory for one CPU profile per case (from the first run)")
-	only       = flag.String("case", "", "run only cases whose name contains this (\"stall\" runs only the stall case)")
+	only       = flag.String("case", "", "run only cases whose name contains this, or one of several separated by |; ^ at the start of one: whose name starts with it (\"stall\" runs only the stall case)")
 	stallFor   = flag.Duration("stall-for", 10*time.Second, "how long the stall case runs")
 	bareShape  = flag.String("bare", "", "run the bare loop of this shape (filter, map, filter2) and exit (used by the command itself)")
 	bareIn     = flag.String("bare-in", "", "the bare loop's input directory")
 	bareOutDir = flag.String("bare-out", "", "the bare loop's output directory")
 	stallChild = flag.String("stall-child", "", "run the stall case on this input directory and exit (used by the command itself)")
+	benthos    = flag.String("benthos", "", "the Benthos v4.60 binary (built outside the repository): run its file → filter → file beside the filter cases")
 )
+
+// benthosYAML is Benthos doing the filter case: the input files line by
+// line, the records with an odd id deleted, the rest to one file. Its file
+// output does not fsync; weir's and the bare loop's do.
+const benthosYAML = `
+http: { enabled: false }
+logger: { level: WARN }
+metrics: { none: {} }
+input:
+  file:
+    paths: [%[1]s/*.ndjson]
+    scanner: { lines: {} }
+pipeline:
+  processors:
+    - mapping: 'root = if this.id %% 2 != 0 { deleted() }'
+output:
+  file:
+    path: %[2]s/benthos/out.ndjson
+    codec: lines
+`
 
 const pipelineYAML = `
 sources:
@@ -80,12 +104,26 @@ const mapYAML = `  t:
     inputs: [in]
     rename: { tag: label }`
 
+// map5YAML is the realistic map of five computed fields: a concatenation,
+// arithmetic, a conditional, a timestamp parse and format, a nested read
+// (on the orders input, generateOrders).
+const map5YAML = `  t:
+    type: map
+    inputs: [in]
+    set:
+      name: first + " " + last
+      total: qty * price_cents
+      tier: 'total > 3000 ? "gold" : "std"'
+      day: format_time(parse_time(ts), "%Y-%m-%d")
+      city: user.address.city`
+
 const sinkYAML = `  out_%[1]s:
     type: file
     inputs: [t]
     path: %[2]s/out/%[1]s
     template: part
     acknowledgements: %[3]t
+    exactly_once: %[4]t
 `
 
 type bcase struct {
@@ -93,11 +131,15 @@ type bcase struct {
 	sinks int
 	acks  bool
 	isMap bool // map instead of filter
+	five  bool // with isMap: the five computed fields, on the orders input
+	eos   bool // exactly_once on the sinks
 }
 
 // shape names the bare loop that does c's work.
 func (c bcase) shape() string {
 	switch {
+	case c.five:
+		return "map5"
 	case c.isMap:
 		return "map"
 	case c.sinks == 2:
@@ -153,18 +195,37 @@ func main() {
 		log.Fatal(err)
 	}
 
+	// The exactly-once case runs right after the at-least-once one it is
+	// compared with, in every round.
 	all := []bcase{
-		{"1 sink, acks on", 1, true, false}, {"map, 1 sink, acks on", 1, true, true},
-		{"1 sink, acks off", 1, false, false}, {"2 sinks, acks on", 2, true, false}, {"2 sinks, acks off", 2, false, false},
+		{"1 sink, acks on", 1, true, false, false, false}, {"1 sink, exactly once", 1, true, false, false, true},
+		{"map, 1 sink, acks on", 1, true, true, false, false},
+		{"map5, 1 sink, acks on", 1, true, true, true, false},
+		{"1 sink, acks off", 1, false, false, false, false}, {"2 sinks, acks on", 2, true, false, false, false}, {"2 sinks, acks off", 2, false, false, false, false},
 	}
 	var cases []bcase
 	for _, c := range all {
-		if strings.Contains(c.name, *only) {
+		if caseChosen(c.name) {
 			cases = append(cases, c)
 		}
 	}
+	in5 := filepath.Join(dir, "input5")
+	for _, c := range cases {
+		if c.five {
+			generateOrders(in5, *records, *files)
+			break
+		}
+	}
+	inputOf := func(c bcase) string {
+		if c.five {
+			return in5
+		}
+		return in
+	}
 	weirs := map[string][]sample{}
 	bares := map[string][]sample{}
+	var benthosRuns []sample
+	load0 := loadAvg()
 	for r := range *runs {
 		done := map[string]bool{}
 		for _, c := range cases {
@@ -173,12 +234,26 @@ func main() {
 				os.MkdirAll(*cpuProfile, 0o755)
 				prof = filepath.Join(*cpuProfile, strings.NewReplacer(" ", "", ",", "-").Replace(c.name)+".pprof")
 			}
-			weirs[c.name] = append(weirs[c.name], runCase(bin, dir, in, c, prof))
+			weirs[c.name] = append(weirs[c.name], runCase(bin, dir, inputOf(c), c, prof))
 			if sh := c.shape(); !done[sh] {
 				done[sh] = true
-				bares[sh] = append(bares[sh], runBare(self, dir, in, sh))
+				bares[sh] = append(bares[sh], runBare(self, dir, inputOf(c), sh))
+				if sh == "filter" && *benthos != "" {
+					benthosRuns = append(benthosRuns, runBenthos(dir, in))
+				}
 			}
 		}
+	}
+	fmt.Printf("\nload average (1 min): %s before the runs, %s after (%d cores)\n", load0, loadAvg(), runtime.NumCPU())
+	us := func(d time.Duration) float64 { return d.Seconds() * 1e6 / float64(*records) }
+	fmt.Printf("CPU µs per input record, weir and its bare loop:\n")
+	for _, c := range cases {
+		m, b := median(weirs[c.name]), median(bares[c.shape()])
+		fmt.Printf("  %-22s weir %.3f  bare %.3f  weir/bare %.2f   RSS MB weir %.1f bare %.1f\n", c.name, us(m.cpu), us(b.cpu), m.cpu.Seconds()/b.cpu.Seconds(), m.rssMB, b.rssMB)
+	}
+	if len(benthosRuns) > 0 {
+		b := median(benthosRuns)
+		fmt.Printf("  %-22s %10.0f records/s, CPU %.3f µs/record, RSS %.1f MB (%s; its output is not fsynced)\n", "Benthos filter", float64(*records)/b.wall.Seconds(), us(b.cpu), b.rssMB, walls(benthosRuns))
 	}
 
 	fmt.Printf("\nmedians of %d runs (min–max of the wall time); weir/bare: throughput, and CPU bare/weir\n", *runs)
@@ -191,7 +266,7 @@ func main() {
 			sec, m.cpu.Seconds(), m.rssMB, walls(weirs[c.name]), float64(*records)/b.wall.Seconds(), b.cpu.Seconds(),
 			b.wall.Seconds()/sec, b.cpu.Seconds()/m.cpu.Seconds())
 	}
-	for _, sh := range []string{"filter", "map", "filter2"} {
+	for _, sh := range []string{"filter", "map", "map5", "filter2"} {
 		if ss := bares[sh]; len(ss) > 0 {
 			b := median(ss)
 			fmt.Printf("bare %-8s %10.0f records/s, %.2f CPU s, %.1f MB RSS  (%s)\n", sh, float64(*records)/b.wall.Seconds(), b.cpu.Seconds(), b.rssMB, walls(ss))
@@ -201,6 +276,13 @@ func main() {
 		if m, ok2 := weirs["map, 1 sink, acks on"]; ok2 {
 			fmt.Printf("map/filter: throughput ratio %.3f, CPU ratio %.3f (the map writes twice the records)\n",
 				median(f).wall.Seconds()/median(m).wall.Seconds(), median(m).cpu.Seconds()/median(f).cpu.Seconds())
+		}
+	}
+	if alo, ok1 := weirs["1 sink, acks on"]; ok1 {
+		if eos, ok2 := weirs["1 sink, exactly once"]; ok2 {
+			a, e := median(alo), median(eos)
+			fmt.Printf("exactly once / at-least-once: throughput ratio %.3f, CPU per record %.3f µs against %.3f µs (ratio %.3f)\n",
+				a.wall.Seconds()/e.wall.Seconds(), e.cpu.Seconds()*1e6/float64(*records), a.cpu.Seconds()*1e6/float64(*records), e.cpu.Seconds()/a.cpu.Seconds())
 		}
 	}
 	for _, n := range []int{1, 2} {
@@ -262,6 +344,45 @@ func measured(what string, cmd *exec.Cmd) sample {
 	return sample{wall: wall, cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), rssMB: float64(ru.Maxrss) / 1024} // Linux: maxrss in KiB
 }
 
+// runBenthos runs Benthos's filter once, from an empty output directory,
+// checks its output, and measures it.
+func runBenthos(dir, in string) sample {
+	out := filepath.Join(dir, "benthos")
+	os.RemoveAll(out)
+	cfg := filepath.Join(dir, "benthos.yaml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, benthosYAML, in, dir), 0o600); err != nil {
+		log.Fatal(err)
+	}
+	s := measured("benthos", exec.Command(*benthos, "-c", cfg))
+	if got, want := countLines(out), (*records+1)/2; got != want {
+		log.Fatalf("benthos: its output holds %d records, want %d", got, want)
+	}
+	return s
+}
+
+// caseChosen reports whether -case selects the case of this name.
+func caseChosen(name string) bool {
+	for _, w := range strings.Split(*only, "|") {
+		if p, ok := strings.CutPrefix(w, "^"); ok {
+			if strings.HasPrefix(name, p) {
+				return true
+			}
+		} else if strings.Contains(name, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// loadAvg is the machine's one-minute load average, from /proc/loadavg.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(b))[0]
+}
+
 // runBare runs the bare loop of shape once, from an empty output directory,
 // checks its output, and measures it.
 func runBare(self, dir, in, shape string) sample {
@@ -270,7 +391,7 @@ func runBare(self, dir, in, shape string) sample {
 	s := measured("bare "+shape, exec.Command(self, "-bare", shape, "-bare-in", in, "-bare-out", out))
 	want, sinks := (*records+1)/2, 1
 	switch shape {
-	case "map":
+	case "map", "map5":
 		want = *records
 	case "filter2":
 		sinks = 2
@@ -317,6 +438,29 @@ func generate(dir string, n, k int) int64 {
 	return total
 }
 
+// generateOrders writes n records of about 170 bytes across k files, with
+// what the five computed fields read.
+func generateOrders(dir string, n, k int) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	for f := range k {
+		fd, err := os.Create(filepath.Join(dir, fmt.Sprintf("part-%02d.ndjson", f)))
+		if err != nil {
+			log.Fatal(err)
+		}
+		w := bufio.NewWriterSize(fd, 1<<20)
+		for i := f; i < n; i += k {
+			fmt.Fprintf(w, `{"id":%d,"first":"Ann","last":"Lee","qty":%d,"price_cents":1250,"ts":"2026-02-%02dT19:27:17Z","user":{"address":{"city":"Lyon","zip":"69001"},"age":33}}`+"\n",
+				i, 1+i%5, 1+i%28)
+		}
+		if err := w.Flush(); err != nil {
+			log.Fatal(err)
+		}
+		fd.Close()
+	}
+}
+
 // runCase runs weir once on fresh state and output, checks the output, and
 // measures it.
 func runCase(bin, dir, in string, c bcase, prof string) sample {
@@ -324,11 +468,14 @@ func runCase(bin, dir, in string, c bcase, prof string) sample {
 	os.RemoveAll(run)
 	var sinks strings.Builder
 	for i := range c.sinks {
-		fmt.Fprintf(&sinks, sinkYAML, string(rune('a'+i)), run, c.acks)
+		fmt.Fprintf(&sinks, sinkYAML, string(rune('a'+i)), run, c.acks, c.eos)
 	}
 	cfgPath := filepath.Join(dir, "weir.yaml")
 	tr := filterYAML
-	if c.isMap {
+	switch {
+	case c.five:
+		tr = map5YAML
+	case c.isMap:
 		tr = mapYAML
 	}
 	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, pipelineYAML, in, run, sinks.String(), tr), 0o644); err != nil {
@@ -351,18 +498,39 @@ func runCase(bin, dir, in string, c bcase, prof string) sample {
 	return s
 }
 
+// countLines counts the lines of the chunks a reader counts: files, and
+// directories below dir, whose names do not start with a dot (an
+// exactly-once sink keeps its manifest in .weir-eos).
 func countLines(dir string) int {
 	n := 0
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), ".") {
-			return err
-		}
-		b, err := os.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		n += bytes.Count(b, []byte{'\n'})
-		return nil
+		if p != dir && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		// Read in pieces: this process's RSS is what a child started after
+		// it inherits as its peak, so it must stay small.
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		buf := make([]byte, 256<<10)
+		for {
+			k, err := f.Read(buf)
+			n += bytes.Count(buf[:k], []byte{'\n'})
+			if err != nil {
+				return nil
+			}
+		}
 	})
 	return n
 }

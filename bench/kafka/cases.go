@@ -202,9 +202,13 @@ metrics:
 func weir(ctx context.Context, topic, c string, run int) (measure, error) {
 	group := fmt.Sprintf("%s-%s-%d-%d", topic, c, run, time.Now().UnixNano())
 	sink := c
-	if c == "file-linger" || c == "stall" {
+	switch c {
+	case "file-linger", "stall", "file-eos":
 		sink = "file"
+	case "kafka-eos":
+		sink = "kafka"
 	}
+	eos := strings.HasSuffix(c, "-eos")
 	opts := ""
 	if sink == "file" {
 		dir, err := os.MkdirTemp(*outDir, "weir-bench-kafka-")
@@ -221,6 +225,14 @@ func weir(ctx context.Context, topic, c string, run int) (measure, error) {
 		}
 		defer deleteTopic(ctx, out)
 		opts = fmt.Sprintf("    brokers: [%q]\n    topic: %s\n", *brokers, out)
+		if eos {
+			// A positions topic and transactional ids of the run's own.
+			opts += fmt.Sprintf("    positions_topic: %s-positions\n    transactional_id: %s-txn\n", out, out)
+			defer deleteTopic(ctx, out+"-positions")
+		}
+	}
+	if eos {
+		opts += "    exactly_once: true\n"
 	}
 	var batch []string
 	if *maxAge > 0 {
@@ -254,6 +266,10 @@ func weir(ctx context.Context, topic, c string, run int) (measure, error) {
 	spec.Sinks[0].Sink = cs
 	if sl, ok := cs.Sink.(connector.Sealer); ok && *overlap >= 0 {
 		spec.Sinks[0].Sink = &countingSealer{countingSink: cs, sealer: sl}
+		if k, ok := cs.Sink.(connector.PositionKeeper); ok {
+			// The runtime must see an exactly-once sink as one.
+			spec.Sinks[0].Sink = &countingKeeper{countingSealer: spec.Sinks[0].Sink.(*countingSealer), keeper: k}
+		}
 	}
 
 	start := time.Now()

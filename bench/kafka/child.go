@@ -49,7 +49,7 @@ func runChild(c string, run int) {
 		m, err = bare(ctx, topic, nil)
 	case "bare-file":
 		m, err = bareFile(ctx, topic)
-	case "blackhole", "file", "file-linger", "kafka", "stall":
+	case "blackhole", "file", "file-linger", "kafka", "stall", "file-eos", "kafka-eos":
 		m, err = weir(ctx, topic, c, run)
 	default:
 		err = fmt.Errorf("unknown case %q", c)

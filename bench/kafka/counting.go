@@ -97,3 +97,16 @@ func (g *countedGroup) Persist(ctx context.Context) error {
 	}
 	return err
 }
+
+// countingKeeper is countingSealer for an exactly-once sink: it passes the
+// positions through, so that the runtime uses the sink as one.
+type countingKeeper struct {
+	*countingSealer
+	keeper connector.PositionKeeper
+}
+
+func (c *countingKeeper) StoredPositions(ctx context.Context, source string, partitions []string) (map[string]connector.Position, error) {
+	return c.keeper.StoredPositions(ctx, source, partitions)
+}
+
+func (c *countingKeeper) GroupPositions(ps []connector.GroupPosition) { c.keeper.GroupPositions(ps) }

@@ -19,6 +19,9 @@
 //     they caught up; compare it with file under -end idle;
 //   - kafka:       weir, kafka source → kafka sink (a new topic per run,
 //     acks=all, snappy); not among the default cases;
+//   - kafka-eos, file-eos: kafka and file with exactly_once: true (the Kafka
+//     sink with a positions topic and transactional ids of the run's own);
+//     run them beside kafka and file, in one series, for the ratio;
 //   - stall:       weir, kafka source → file sink whose groups never become
 //     durable (Persist waits for ever): the pipeline holds what its limits
 //     allow and no more, for -stall-for, while RSS is sampled; not among the
@@ -78,7 +81,7 @@ var (
 	size     = flag.Int("size", 100, "approximate record value size in bytes")
 	parts    = flag.Int("partitions", 12, "partitions of the topic")
 	runs     = flag.Int("runs", 3, "runs of each case")
-	cases    = flag.String("cases", "bare,bare-file,blackhole,file", "cases to run, comma-separated (also file-linger, kafka, stall)")
+	cases    = flag.String("cases", "bare,bare-file,blackhole,file", "cases to run, comma-separated (also file-linger, kafka, kafka-eos, file-eos, stall)")
 	cpuProf  = flag.String("cpuprofile", "", "write a CPU profile of each run to <this>-<case>-<run>.pprof")
 	memProf  = flag.String("memprofile", "", "write a heap profile of each run, taken at its largest heap sampled, to <this>-<case>-<run>.pprof")
 	maxAge   = flag.Duration("max-age", 0, "the sink's batch.max_age (0: the default, 1s); the last partial group waits at most this long")
@@ -183,6 +186,9 @@ func main() {
 		}
 		if c == "file" && fl != nil {
 			line += fmt.Sprintf("  file/file-linger %.2f", median(r.total)/median(fl.total))
+		}
+		if alo := results[strings.TrimSuffix(c, "-eos")]; strings.HasSuffix(c, "-eos") && alo != nil {
+			line += fmt.Sprintf("  exactly-once/at-least-once %.2f, CPU per record %.2f", median(r.total)/median(alo.total), median(r.cpu)/median(alo.cpu))
 		}
 		if b != nil && c != "bare" {
 			label := "weir"

@@ -1,14 +1,20 @@
 // Command postgres benchmarks weir's PostgreSQL sink end to end with the real
 // binary: NDJSON files → postgres, in insert mode (COPY, positions stored in
-// the same transaction) and in upsert mode, against a bare Go loop that
-// reads the same files, decodes each line and COPYs the same rows with pgx in
-// groups of the same size, one transaction each. It reports rows/s, the ratio
-// to the bare loop and weir's CPU seconds, as medians of several runs. Every
-// run starts from an empty table and state; the server runs with fsync on.
+// the same transaction) and in upsert mode, against psql's \copy of the same
+// rows (one COPY, one transaction: the server's pace with a client that does
+// nothing per row) and a bare Go loop that reads the same files, decodes each
+// line and COPYs the same rows with pgx in groups of the same size, one
+// transaction each. The cases take turns, run after run; it reports medians
+// of rows/s, of the client's CPU per row, and of the CPU per row of the
+// server backends that served it (sampled from /proc: the server must run on
+// this machine), the ratios to psql and to the bare loop, and the load
+// average. On a machine whose cores are all busy, the wall-clock ratio tends
+// to the ratio of total CPU. Every run starts from an empty table and
+// state; the server runs with fsync on.
 //
 //	bash .ci/postgres.sh start && eval "$(bash .ci/postgres.sh env)"
 //	go run ./bench/postgres                         # 1M records, 3 runs of each case
-//	go run ./bench/postgres -runs 5 -group 20000
+//	go run ./bench/postgres -runs 5 -group 50000 -case 'psql,weir insert'
 package main
 
 import (
@@ -35,10 +41,11 @@ import (
 var (
 	records = flag.Int("records", 1_000_000, "input records")
 	files   = flag.Int("files", 4, "input files (partitions)")
-	group   = flag.Int("group", 10000, "rows per transaction (the sink's batch.max_records)")
+	group   = flag.Int("group", 0, "rows per transaction (the sink's batch.max_records; 0 leaves it to its default, which adapts, and gives the bare loop 10000)")
+	bin2    = flag.String("bin2", "", "a second weir binary, run beside the first in insert mode (\"weir insert, bin2\"), to compare two versions")
 	runs    = flag.Int("runs", 3, "runs of each case; medians are reported")
 	binFlag = flag.String("bin", "", "weir binary (default: build ./cmd/weir)")
-	only    = flag.String("case", "", "run only cases whose name contains this")
+	only    = flag.String("case", "", "run only cases whose name contains one of these, comma-separated")
 )
 
 var ctx = context.Background()
@@ -61,15 +68,17 @@ sinks:
       - { name: amount, type: numeric }
       - { name: ok, type: boolean }
       - { name: tag, type: text }
-    batch: { max_records: %[5]d, max_age: 1s }
+    batch: { %[5]smax_age: 1s }
 metrics: { address: "off" }
 `
 
 const tableDDL = `DROP TABLE IF EXISTS bench; DROP TABLE IF EXISTS weir_positions;
 CREATE TABLE bench (id bigint PRIMARY KEY, usr text, amount numeric, ok boolean, tag text)`
 
+// sample is one run: its wall time, the client's CPU time, and the CPU time
+// of the server processes that served its connections.
 type sample struct {
-	wall, cpu time.Duration
+	wall, cpu, server time.Duration
 }
 
 func main() {
@@ -96,7 +105,8 @@ func main() {
 	}
 	in := filepath.Join(dir, "input")
 	size := generate(in)
-	fmt.Printf("input: %d records, %d files, %.1f MB (%.0f bytes a record); %d rows per transaction\n",
+	copyText(in, filepath.Join(dir, "rows.copy"))
+	fmt.Printf("input: %d records, %d files, %.1f MB (%.0f bytes a record); batch.max_records %d (0: the default, adapted)\n",
 		*records, *files, float64(size)/1e6, float64(size)/float64(*records), *group)
 
 	type bcase struct {
@@ -106,33 +116,54 @@ func main() {
 	cases := []bcase{
 		{"bare pgx COPY loop", func() sample { return bare(db, in, false) }},
 		{"bare COPY, rows in memory", func() sample { return bare(db, in, true) }},
+		{"psql \\copy", func() sample { return psqlCopy(db, dir) }},
 		{"weir insert", func() sample { return weir(bin, db, dir, in, "insert") }},
 		{"weir upsert", func() sample { return weir(bin, db, dir, in, "upsert") }},
 	}
-	med := map[string]sample{}
-	fmt.Printf("\n%-26s %12s %8s %8s   %s\n", "case", "rows/s", "wall s", "CPU s", "runs")
+	if *bin2 != "" {
+		cases = append(cases, bcase{"weir insert, bin2", func() sample { return weir(*bin2, db, dir, in, "insert") }})
+	}
+	// The cases take turns, run after run, so that a change in the
+	// machine's load falls on all of them alike.
+	var chosen []bcase
 	for _, c := range cases {
-		if !strings.Contains(c.name, *only) {
-			continue
+		if caseChosen(c.name) {
+			chosen = append(chosen, c)
 		}
-		var ss []sample
-		for range *runs {
+	}
+	all := map[string][]sample{}
+	load0 := loadAvg()
+	for range *runs {
+		for _, c := range chosen {
 			reset(db)
-			ss = append(ss, c.run())
+			stop := watchServer(db)
+			sm := c.run()
+			sm.server = stop()
+			all[c.name] = append(all[c.name], sm)
 			check(db)
 		}
+	}
+	med := map[string]sample{}
+	fmt.Printf("load average (1 min) %s before, %s after\n", load0, loadAvg())
+	fmt.Printf("\n%-26s %10s %7s %9s %9s %9s   %s\n", "case", "rows/s", "wall s", "client", "server", "total", "runs (wall)")
+	fmt.Printf("%-26s %10s %7s %9s %9s %9s\n", "", "", "", "CPU µs/r", "CPU µs/r", "CPU µs/r")
+	us := func(d time.Duration) float64 { return d.Seconds() * 1e6 / float64(*records) }
+	for _, c := range chosen {
+		ss := all[c.name]
 		m := median(ss)
 		med[c.name] = m
-		fmt.Printf("%-26s %12.0f %8.2f %8.2f   %s\n", c.name, float64(*records)/m.wall.Seconds(), m.wall.Seconds(), m.cpu.Seconds(), walls(ss))
+		fmt.Printf("%-26s %10.0f %7.2f %9.3f %9.3f %9.3f   %s\n", c.name, float64(*records)/m.wall.Seconds(), m.wall.Seconds(),
+			us(m.cpu), us(m.server), us(m.cpu+m.server), walls(ss))
 	}
-	for _, bn := range []string{"bare pgx COPY loop", "bare COPY, rows in memory"} {
+	for _, bn := range []string{"bare pgx COPY loop", "bare COPY, rows in memory", "psql \\copy"} {
 		b, ok := med[bn]
 		if !ok {
 			continue
 		}
-		for _, n := range []string{"weir insert", "weir upsert"} {
+		for _, n := range []string{"weir insert", "weir upsert", "weir insert, bin2"} {
 			if w, ok := med[n]; ok {
-				fmt.Printf("%s / %s throughput: %.2f\n", n, bn, b.wall.Seconds()/w.wall.Seconds())
+				fmt.Printf("%s / %s: throughput %.2f, total CPU %.2f\n", n, bn, b.wall.Seconds()/w.wall.Seconds(),
+					(b.cpu+b.server).Seconds()/(w.cpu+w.server).Seconds())
 			}
 		}
 	}
@@ -238,7 +269,11 @@ func bare(db, in string, inMemory bool) sample {
 	start := time.Now()
 	var ru0 syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
-	rows := make([][]any, 0, *group)
+	size := *group
+	if size == 0 {
+		size = 10000
+	}
+	rows := make([][]any, 0, size)
 	flush := func() {
 		if len(rows) == 0 {
 			return
@@ -257,7 +292,7 @@ func bare(db, in string, inMemory bool) sample {
 	}
 	add := func(r []any) {
 		rows = append(rows, r)
-		if len(rows) == *group {
+		if len(rows) == size {
 			flush()
 		}
 	}
@@ -314,7 +349,11 @@ func weir(bin, db, dir, in, mode string) sample {
 	run := filepath.Join(dir, "run")
 	os.RemoveAll(run)
 	cfg := filepath.Join(dir, "weir.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, pipelineYAML, in, run, db, mode, *group), 0o600); err != nil {
+	batch := ""
+	if *group > 0 {
+		batch = fmt.Sprintf("max_records: %d, ", *group)
+	}
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, pipelineYAML, in, run, db, mode, batch), 0o600); err != nil {
 		log.Fatal(err)
 	}
 	cmd := exec.Command(bin, "run", "-c", cfg)
@@ -338,7 +377,8 @@ func median(ss []sample) sample {
 		slices.Sort(v)
 		return v[len(v)/2]
 	}
-	return sample{wall: pick(func(s sample) time.Duration { return s.wall }), cpu: pick(func(s sample) time.Duration { return s.cpu })}
+	return sample{wall: pick(func(s sample) time.Duration { return s.wall }), cpu: pick(func(s sample) time.Duration { return s.cpu }),
+		server: pick(func(s sample) time.Duration { return s.server })}
 }
 
 func walls(ss []sample) string {
@@ -347,4 +387,123 @@ func walls(ss []sample) string {
 		p = append(p, strconv.FormatFloat(s.wall.Seconds(), 'f', 2, 64)+"s")
 	}
 	return strings.Join(p, " ")
+}
+
+// copyText writes the input's rows in COPY's text format to path, for psql.
+func copyText(in, path string) {
+	fd, err := os.Create(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	w := bufio.NewWriterSize(fd, 1<<20)
+	decodeFiles(in, func(r []any) {
+		n := r[2].(pgtype.Numeric)
+		v, _ := n.Value()
+		fmt.Fprintf(w, "%d\t%s\t%s\t%t\t%s\n", r[0], r[1], v, r[3], r[4])
+	})
+	if err := w.Flush(); err != nil {
+		log.Fatal(err)
+	}
+	fd.Close()
+}
+
+// psqlCopy loads the rows with psql's \copy, one COPY in one transaction:
+// the server's pace with a client that does no work of its own per row.
+func psqlCopy(db, dir string) sample {
+	cmd := exec.Command("psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", db,
+		"-c", `\copy bench (id, usr, amount, ok, tag) FROM '`+filepath.Join(dir, "rows.copy")+`'`)
+	cmd.Env = append(os.Environ(), "PGPASSWORD="+os.Getenv("WEIR_POSTGRES_PASSWORD"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		log.Fatalf("psql: %v\n%s", err, stderr.String())
+	}
+	wall := time.Since(start)
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	return sample{wall: wall, cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano())}
+}
+
+func caseChosen(name string) bool {
+	if *only == "" {
+		return true
+	}
+	for _, w := range strings.Split(*only, ",") {
+		if w != "" && strings.Contains(name, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// loadAvg is the machine's one-minute load average, from /proc/loadavg.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(b))[0]
+}
+
+// watchServer samples, every 50 ms until the returned function is called,
+// the CPU time of the server's backends for the benchmark database (read
+// from /proc: the server must run on this machine), and returns their sum
+// at the last sample. The server's shared processes (WAL writer,
+// checkpointer) are left out; the last 50 ms of a backend may be missed.
+func watchServer(db string) func() time.Duration {
+	c := connect(db)
+	quit, done := make(chan struct{}), make(chan time.Duration)
+	go func() {
+		defer c.Close(ctx)
+		seen := map[int]time.Duration{}
+		sampleOnce := func() {
+			rows, err := c.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+			if err != nil {
+				return
+			}
+			pids, _ := pgx.CollectRows(rows, pgx.RowTo[int32])
+			for _, p := range pids {
+				if t, ok := procCPU(int(p)); ok && t > seen[int(p)] {
+					seen[int(p)] = t
+				}
+			}
+		}
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				sampleOnce()
+			case <-quit:
+				var sum time.Duration
+				for _, v := range seen {
+					sum += v
+				}
+				done <- sum
+				return
+			}
+		}
+	}()
+	return func() time.Duration { close(quit); return <-done }
+}
+
+// procCPU is the user and system time of process pid, from /proc/pid/stat.
+func procCPU(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// The command name, in parentheses, may hold spaces: count from after it.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	const tick = 10 * time.Millisecond // USER_HZ is 100 on Linux
+	return time.Duration(ut+st) * tick, true
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/connector/conformance"
 	"github.com/weir-etl/weir/examples/connectors/jsonlsink"
+	"github.com/weir-etl/weir/pipeline/pipelinetest"
 	"github.com/weir-etl/weir/record"
 )
 
@@ -56,7 +57,7 @@ func TestConformance(t *testing.T) {
 		dirs[s] = dir
 		return s
 	}
-	conformance.TestSink(t, conformance.SinkHarness{
+	conformance.TestSink(t, conformance.SinkHarness{Runtime: pipelinetest.Runtime{},
 		New:        func(t *testing.T) connector.Sink { return build(t, filepath.Join(t.TempDir(), "out")) },
 		Count:      func(t *testing.T, s connector.Sink) int { return len(lines(t, dirs[s])) },
 		Written:    func(t *testing.T, s connector.Sink) [][]byte { return lines(t, dirs[s]) },

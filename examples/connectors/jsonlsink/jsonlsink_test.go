@@ -91,7 +91,7 @@ func TestNamesGoOnAcrossRunsAndCrashLeftoversGo(t *testing.T) {
 	if got, want := names(t, dir), []string{"part-00000001.jsonl", "part-00000002.jsonl", "part-00000003.jsonl"}; !slices.Equal(got, want) {
 		t.Fatalf("files %v, want %v", got, want)
 	}
-	if d := s2.Describe(); d != dir+": 1 files, 1 records" {
+	if d := s2.Describe(); d != dir+": 1 file, 1 record" {
 		t.Fatalf("Describe: %q", d)
 	}
 }

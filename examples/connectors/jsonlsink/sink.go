@@ -201,7 +201,15 @@ func (s *Sink) Close(ctx context.Context) error { return s.Abort(ctx) }
 // Describe implements connector.Describer: the line `weir run` prints about
 // this sink when the run ends.
 func (s *Sink) Describe() string {
-	return fmt.Sprintf("%s: %d files, %d records", s.cfg.Dir, s.files, s.records)
+	return fmt.Sprintf("%s: %s, %s", s.cfg.Dir, count(s.files, "file"), count(s.records, "record"))
+}
+
+// count writes n and the noun, in the plural unless n is 1.
+func count[N ~int | ~int64](n N, noun string) string {
+	if n != 1 {
+		noun += "s"
+	}
+	return fmt.Sprintf("%d %s", n, noun)
 }
 
 // mkdirDurable creates dir and its missing parents, fsyncing the parent of

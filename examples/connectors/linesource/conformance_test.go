@@ -10,6 +10,7 @@ import (
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/connector/conformance"
 	"github.com/weir-etl/weir/examples/connectors/linesource"
+	"github.com/weir-etl/weir/pipeline/pipelinetest"
 )
 
 // The source passes the shared suite: three files of 300 lines each, a blank
@@ -30,7 +31,7 @@ func TestConformance(t *testing.T) {
 		}
 	}
 	states := t.TempDir()
-	conformance.TestSource(t, conformance.SourceHarness{
+	conformance.TestSource(t, conformance.SourceHarness{Runtime: pipelinetest.Runtime{},
 		New: func(t *testing.T) connector.Source {
 			c := linesource.NewConfig()
 			c.Dir = in
