@@ -167,7 +167,15 @@ func sourceRun(t *testing.T, bin string, objects, per, minKills int) (uint64, in
 	kills := 0
 	for kills < minKills {
 		p := startWeir(t, bin, cfg)
-		time.Sleep(200*time.Millisecond + time.Duration(rng.Int64N(int64(900*time.Millisecond))))
+		// The kill lands at a random moment soon after this run is up (its
+		// "metrics listening" line, one per run in the appended log), while
+		// it reads the objects that came during the last downtime: the
+		// moments with the most records read and not yet written. Timed from
+		// the process's start instead, a loaded machine's slow start took
+		// the whole delay, and once a run has caught up its sink keeps up
+		// and little is in flight.
+		runUp(t, p, kills+1)
+		time.Sleep(20*time.Millisecond + time.Duration(rng.Int64N(int64(600*time.Millisecond))))
 		_ = p.cmd.Process.Signal(syscall.SIGKILL)
 		<-p.done
 		kills++
@@ -193,10 +201,7 @@ func sourceRun(t *testing.T, bin string, objects, per, minKills int) (uint64, in
 	// The last run is up (its signals caught) before it is stopped: with
 	// every record out already, the stop could otherwise come while the
 	// process is still starting, which is its death, not a graceful stop.
-	weirtest.WaitFor(t, "the last run up", time.Minute, func() bool {
-		b, _ := os.ReadFile(p.log)
-		return strings.Contains(string(b), "metrics listening")
-	})
+	runUp(t, p, kills+1)
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	<-p.done
 	if p.err != nil {
@@ -204,6 +209,15 @@ func sourceRun(t *testing.T, bin string, objects, per, minKills int) (uint64, in
 	}
 	secretIn(t, p.log)
 	return seed, kills, outputIDs(t, filepath.Join(dir, "out")), p.log
+}
+
+// runUp waits until the log holds the n-th run's "metrics listening" line.
+func runUp(t *testing.T, p *proc, n int) {
+	t.Helper()
+	weirtest.WaitFor(t, fmt.Sprintf("run %d up", n), time.Minute, func() bool {
+		b, _ := os.ReadFile(p.log)
+		return bytes.Count(b, []byte("metrics listening")) >= n
+	})
 }
 
 // missingObjects lists the objects with records missing, as ranges.
@@ -261,7 +275,7 @@ func TestSourceKillNothingMissing(t *testing.T) {
 // missing.
 func TestSourceKillUnsafeVariantIsCaught(t *testing.T) {
 	objects, per := 200, 250
-	seed, n, seen, _ := sourceRun(t, buildWeir(t, "unsafe_s3read"), objects, per, 6)
+	seed, n, seen, _ := sourceRun(t, buildWeir(t, "unsafe_s3read"), objects, per, 10)
 	missing := 0
 	for id := range objects * per {
 		if seen[id] == 0 {
