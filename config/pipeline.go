@@ -127,6 +127,10 @@ func (p *pipelineFile) typeOf(k *yaml.Node, common map[string]*yaml.Node, field 
 }
 
 func (p *pipelineFile) unknownType(t *yaml.Node, field, what string, registered []string) {
+	if fix, ok := connector.LeftOut(what, t.Value); ok {
+		p.errorf(t, field+".type", "%s type %q is left out of this build of weir: %s", what, t.Value, fix)
+		return
+	}
 	msg := fmt.Sprintf("unknown %s type %q", what, t.Value)
 	if s := suggest.Closest(t.Value, registered); s != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", s)

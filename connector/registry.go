@@ -156,3 +156,25 @@ func names[T any](m map[string]T) []string {
 	sort.Strings(out)
 	return out
 }
+
+// leftOut holds the types a build of weir leaves out on purpose (a build
+// tag), with how to get them, so that a configuration naming one is told
+// why rather than that the type does not exist.
+var leftOut = map[string]string{}
+
+// LeaveOut notes that this build leaves out the type called name of kind
+// ("source" or "sink"), and what to do for it (how to build a weir that has
+// it). A type both registered and left out is a bug in the build.
+func LeaveOut(kind, name, fix string) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	leftOut[kind+"/"+name] = fix
+}
+
+// LeftOut returns what LeaveOut noted for the type called name of kind.
+func LeftOut(kind, name string) (string, bool) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	fix, ok := leftOut[kind+"/"+name]
+	return fix, ok
+}

@@ -1,0 +1,5 @@
+//go:build noiceberg
+
+package builtin
+
+const leanBuild = true
