@@ -46,7 +46,9 @@ func TestBusySlotAtStart(t *testing.T) {
 
 	second := *cfg
 	second.DataDir = t.TempDir()
-	second.ConnectTimeout = 5 * time.Second
+	// Long enough for two attempts on a loaded machine, where one attempt
+	// (a connection, the slot query) can take seconds.
+	second.ConnectTimeout = 10 * time.Second
 	src, err := pgcdc.New("second", &second)
 	if err != nil {
 		t.Fatal(err)
@@ -57,12 +59,12 @@ func TestBusySlotAtStart(t *testing.T) {
 	if err == nil {
 		t.Fatal("Open of a slot another consumer streams succeeded")
 	}
-	if waited := time.Since(began); waited < 5*time.Second {
+	if waited := time.Since(began); waited < second.ConnectTimeout {
 		t.Fatalf("Open failed after %v, before connect_timeout: %v", waited, err)
 	}
 	pid := db.Slot(cfg.Slot).PID
 	words := []string{"slot " + cfg.Slot, fmt.Sprintf("PID %d", pid), "application_name", "weir", "in use by another consumer"}
-	for _, w := range append(words, "pgcdc: source second:", "connect_timeout (5s)") {
+	for _, w := range append(words, "pgcdc: source second:", "connect_timeout (10s)") {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q does not say %q", err, w)
 		}
