@@ -232,6 +232,7 @@ func (k *Keeper) producerOpts(id string) ([]kgo.Opt, error) {
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerBatchCompression(codec),
 		kgo.MaxBufferedRecords(k.cfg.MaxBufferedRecords),
+		kgo.ProducerBatchMaxBytes(int32(k.cfg.MaxMessageBytes)),
 		kgo.RecordPartitioner(eosPartitioner{positions: k.cfg.PositionsTopic, data: kgo.UniformBytesPartitioner(64<<10, true, true, nil)}),
 		kgo.WithHooks(k.watch),
 	), nil
@@ -437,7 +438,7 @@ func (g *txnGroup) openGate() {
 
 func (g *txnGroup) finish(_ *kgo.Record, err error) {
 	if err != nil {
-		g.fail(kafkaclient.Explain(err))
+		g.fail(produceError(err))
 	}
 	g.release()
 }
@@ -510,7 +511,7 @@ func (k *Keeper) Write(ctx context.Context, recs []record.Record) error {
 		if g.skip(r) {
 			continue
 		}
-		kr, err := k.message(r)
+		kr, err := message(k.name, &k.cfg, k.topic, k.key, r)
 		if err != nil {
 			if len(out) > 0 {
 				k.send(g, out)
@@ -536,33 +537,6 @@ func (k *Keeper) send(g *txnGroup, rs []*kgo.Record) {
 }
 
 // message builds the Kafka record for r.
-func (k *Keeper) message(r *record.Record) (*kgo.Record, error) {
-	topic, err := k.topic.render(r)
-	if err != nil {
-		return nil, fmt.Errorf("kafka: sink %s: topic: %w", k.name, err)
-	}
-	key := r.Key
-	if k.key != nil {
-		s, err := field(r, k.key)
-		if err != nil {
-			return nil, fmt.Errorf("kafka: sink %s: key_field: %w", k.name, err)
-		}
-		key = []byte(s)
-	}
-	value, err := r.Value()
-	if err != nil {
-		return nil, fmt.Errorf("kafka: sink %s: %w", k.name, err)
-	}
-	kr := &kgo.Record{Topic: topic, Key: key, Value: value, Timestamp: r.Time}
-	if k.cfg.Headers && len(r.Headers) > 0 {
-		kr.Headers = make([]kgo.RecordHeader, len(r.Headers))
-		for j, h := range r.Headers {
-			kr.Headers[j] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
-		}
-	}
-	return kr, nil
-}
-
 // GroupPositions implements connector.PositionKeeper: the current group's
 // positions, written in its transaction.
 func (k *Keeper) GroupPositions(ps []connector.GroupPosition) {

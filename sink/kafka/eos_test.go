@@ -384,3 +384,30 @@ func TestNewRefusesExactlyOnce(t *testing.T) {
 		t.Fatal("Build without exactly_once returned a PositionKeeper")
 	}
 }
+
+// The exactly-once sink rejects a record larger than max_message_bytes by
+// index as the at-least-once one does: the records before it are in the
+// transaction, which then commits.
+func TestExactlyOnceRejectsARecordLargerThanABatch(t *testing.T) {
+	ctx := context.Background()
+	ec := eosClusterFor(t)
+	h := ec.harness(t, fmt.Sprintf("large-%d", time.Now().UnixNano()))
+	k := h.New(t).(*Keeper)
+	k.cfg.MaxMessageBytes = 2048
+	if err := k.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close(ctx)
+	recs := eosRecords(0, 3)
+	recs[1] = record.New([]byte(`{"blob":"` + strings.Repeat("x", 3000) + `"}`))
+	recs[1].Origin = record.Origin{Source: "in", Partition: "in/0", Offset: 1}
+	err := k.Write(ctx, recs)
+	var rej *connector.RejectError
+	if !errors.As(err, &rej) || rej.Index != 1 || !strings.Contains(err.Error(), "max_message_bytes (2048)") {
+		t.Fatalf("Write = %v, want the record at index 1 rejected for max_message_bytes", err)
+	}
+	k.GroupPositions([]connector.GroupPosition{{Source: "in", Partition: "in/0", Position: 1}})
+	if err := k.Flush(ctx); err != nil {
+		t.Fatalf("Flush after the rejection: %v", err)
+	}
+}

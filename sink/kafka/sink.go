@@ -67,6 +67,9 @@ type Config struct {
 	// MaxBufferedRecords bounds the records waiting for acknowledgement; Write
 	// blocks beyond it.
 	MaxBufferedRecords int `yaml:"max_buffered_records" doc:"Most records waiting for acknowledgement; writing more waits for buffer space, for up to delivery_timeout."`
+	// MaxMessageBytes is the largest record batch the producer sends; a
+	// record larger than that on its own can never be written.
+	MaxMessageBytes int `yaml:"max_message_bytes" doc:"The largest batch of records the producer sends to one partition (the Kafka producer's batch size limit). A record whose key, value and headers alone are larger is rejected at once, and the failure policy decides (dead_letter sends it to the dead-letter sink) instead of failing its group again and again; raise it together with the topic's max.message.bytes."`
 
 	// ExactlyOnce writes each group in one transaction with the source
 	// positions it completes (see eos.go).
@@ -82,6 +85,11 @@ type Config struct {
 	TransactionTimeout time.Duration `yaml:"transaction_timeout" doc:"With exactly_once, how long the broker keeps a transaction open before aborting it: a process that dies while committing holds read_committed consumers and the other writers' commits back for at most this long (a restart with the same transactional_id ends it at once). At most the broker's transaction.max.timeout.ms."`
 }
 
+// DefaultMaxMessageBytes is max_message_bytes' default: the Kafka
+// producers' own default batch limit (franz-go's and Java's 1,000,012
+// bytes), under the brokers' default message.max.bytes.
+const DefaultMaxMessageBytes = 1000012
+
 // DefaultPositionsTopic is positions_topic's default.
 const DefaultPositionsTopic = "weir-positions"
 
@@ -93,6 +101,7 @@ func NewConfig() *Config {
 		Compression:        "snappy",
 		DeliveryTimeout:    2 * time.Minute,
 		MaxBufferedRecords: 100000,
+		MaxMessageBytes:    DefaultMaxMessageBytes,
 		PositionsTopic:     DefaultPositionsTopic,
 		TransactionTimeout: time.Minute,
 	}
@@ -112,6 +121,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DeliveryTimeout < time.Second {
 		errs = append(errs, connector.Fieldf("delivery_timeout", "%v is too short: use at least 1s (the default is 2m)", c.DeliveryTimeout))
+	}
+	if c.MaxMessageBytes < 1024 || c.MaxMessageBytes > 1<<30 {
+		errs = append(errs, connector.Fieldf("max_message_bytes", "is %d: it must be between 1024 and 1073741824 (the default is %d; keep it at most the topic's max.message.bytes)", c.MaxMessageBytes, DefaultMaxMessageBytes))
 	}
 	if c.MaxBufferedRecords <= 0 {
 		errs = append(errs, connector.Fieldf("max_buffered_records", "is %d: it must be positive (the default is 100000)", c.MaxBufferedRecords))
@@ -288,7 +300,7 @@ func (g *group) add() { g.pending.Add(1) }
 // produce as answered.
 func (g *group) finish(_ *kgo.Record, err error) {
 	if err != nil {
-		g.fail(kafkaclient.Explain(err))
+		g.fail(produceError(err))
 	}
 	g.release()
 }
@@ -390,6 +402,7 @@ func (s *Sink) Open(ctx context.Context) error {
 		// day-old topic would time every record out at once). The sink
 		// bounds the wait for a group itself (DeliveryTimeout).
 		kgo.MaxBufferedRecords(s.cfg.MaxBufferedRecords),
+		kgo.ProducerBatchMaxBytes(int32(s.cfg.MaxMessageBytes)),
 		// Records without a key spread over partitions; keyed ones hash.
 		kgo.RecordPartitioner(kgo.UniformBytesPartitioner(64<<10, true, true, nil)),
 		// Broker failures, for the warning of a long wait.
@@ -428,29 +441,9 @@ func (s *Sink) Write(ctx context.Context, recs []record.Record) error {
 	done := s.watch.start("buffer space (max_buffered_records)")
 	defer done(false)
 	for i := range recs {
-		r := &recs[i]
-		topic, err := s.topic.render(r)
+		kr, err := message(s.name, &s.cfg, s.topic, s.key, &recs[i])
 		if err != nil {
-			return &connector.RejectError{Index: i, Err: fmt.Errorf("kafka: sink %s: topic: %w", s.name, err)}
-		}
-		key := r.Key
-		if s.key != nil {
-			k, err := field(r, s.key)
-			if err != nil {
-				return &connector.RejectError{Index: i, Err: fmt.Errorf("kafka: sink %s: key_field: %w", s.name, err)}
-			}
-			key = []byte(k)
-		}
-		value, err := r.Value()
-		if err != nil {
-			return &connector.RejectError{Index: i, Err: fmt.Errorf("kafka: sink %s: %w", s.name, err)}
-		}
-		kr := &kgo.Record{Topic: topic, Key: key, Value: value, Timestamp: r.Time}
-		if s.cfg.Headers && len(r.Headers) > 0 {
-			kr.Headers = make([]kgo.RecordHeader, len(r.Headers))
-			for j, h := range r.Headers {
-				kr.Headers[j] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
-			}
+			return &connector.RejectError{Index: i, Err: err}
 		}
 		if err := ctx.Err(); err != nil {
 			return err
