@@ -164,7 +164,7 @@ var leftOut = map[string]string{}
 
 // LeaveOut notes that this build leaves out the type called name of kind
 // ("source" or "sink"), and what to do for it (how to build a weir that has
-// it). A type both registered and left out is a bug in the build.
+// it). It is consulted only for a type that is not registered.
 func LeaveOut(kind, name, fix string) {
 	regMu.Lock()
 	defer regMu.Unlock()

@@ -20,28 +20,8 @@ import (
 // container image's HEALTHCHECK and exec probes see what /healthz and
 // /readyz say.
 func TestHealthOfARunningPipeline(t *testing.T) {
-	src, err := generate.New("gen", generate.Config{Partitions: 1, BatchSize: 10, Rate: 1000, Template: generate.DefaultTemplate})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stuck := &conformance.FaultSink{Sink: &conformance.MemSink{}, OnFlush: func() error { return errors.New("disk on fire") }}
-	spec := &pipeline.Spec{
-		Sources: []pipeline.SourceSpec{{Name: "gen", Source: src}},
-		Sinks: []pipeline.SinkSpec{{Name: "stuck", Inputs: []string{"gen"}, Sink: stuck, GiveUpAfter: time.Hour,
-			Batch: pipeline.BatchSettings{MaxAge: 5 * time.Millisecond},
-			Retry: pipeline.RetrySettings{MaxAttempts: 2, InitialBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}}},
-		Checkpoint: pipeline.CheckpointSettings{CommitInterval: 10 * time.Millisecond, StallWarning: 200 * time.Millisecond},
-	}
-	mux := http.NewServeMux()
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- pipeline.Run(ctx, spec, pipeline.WithServeMux(mux), pipeline.WithLogger(slog.New(slog.DiscardHandler)))
-	}()
-	defer func() { cancel(); <-done }()
-	addr := strings.TrimPrefix(srv.URL, "http://")
+	addr, done := runStuck(t)
+	defer done()
 
 	// The runtime registers its endpoints on the mux as it starts: poll.
 	deadline := time.Now().Add(30 * time.Second)
@@ -112,5 +92,37 @@ func TestHealthAnswers(t *testing.T) {
 	c := &command{stdout: &stdout, stderr: &stderr}
 	if code := c.main([]string{"health", "-a", addr}); code != ExitRuntime || !strings.Contains(stderr.String(), "/healthz") {
 		t.Errorf("weir health against nothing: exit %d, stderr %q; want 3 naming /healthz", code, stderr.String())
+	}
+}
+
+// runStuck runs a pipeline whose one sink fails every flush ("disk on
+// fire"), its endpoints on a test server, and returns the server's address
+// and a function that stops the run and returns its error.
+func runStuck(t *testing.T) (string, func() error) {
+	t.Helper()
+	src, err := generate.New("gen", generate.Config{Partitions: 1, BatchSize: 10, Rate: 1000, Template: generate.DefaultTemplate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stuck := &conformance.FaultSink{Sink: &conformance.MemSink{}, OnFlush: func() error { return errors.New("disk on fire") }}
+	spec := &pipeline.Spec{
+		Sources: []pipeline.SourceSpec{{Name: "gen", Source: src}},
+		Sinks: []pipeline.SinkSpec{{Name: "stuck", Inputs: []string{"gen"}, Sink: stuck, GiveUpAfter: time.Hour,
+			Batch: pipeline.BatchSettings{MaxAge: 5 * time.Millisecond},
+			Retry: pipeline.RetrySettings{MaxAttempts: 2, InitialBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}}},
+		Checkpoint: pipeline.CheckpointSettings{CommitInterval: 10 * time.Millisecond, StallWarning: 200 * time.Millisecond},
+	}
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- pipeline.Run(ctx, spec, pipeline.WithServeMux(mux), pipeline.WithLogger(slog.New(slog.DiscardHandler)))
+	}()
+	return strings.TrimPrefix(srv.URL, "http://"), func() error {
+		cancel()
+		err := <-done
+		srv.Close()
+		return err
 	}
 }

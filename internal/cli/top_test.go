@@ -1,54 +1,28 @@
 package cli
 
 import (
-	"context"
 	"errors"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/weir-etl/weir/connector/conformance"
 	"github.com/weir-etl/weir/pipeline"
-	"github.com/weir-etl/weir/source/generate"
 )
 
 // Guarantee: weir top -once prints, from a running weir's status, every
 // component with its state, the failing sink's error, and the stalled
 // partition with why it waits.
 func TestTopShowsFailingSinkAndStalledPartition(t *testing.T) {
-	src, err := generate.New("gen", generate.Config{Partitions: 1, BatchSize: 10, Rate: 1000, Template: generate.DefaultTemplate})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stuck := &conformance.FaultSink{Sink: &conformance.MemSink{}, OnFlush: func() error { return errors.New("disk on fire") }}
-	spec := &pipeline.Spec{
-		Sources: []pipeline.SourceSpec{{Name: "gen", Source: src}},
-		Sinks: []pipeline.SinkSpec{{Name: "stuck", Inputs: []string{"gen"}, Sink: stuck, GiveUpAfter: time.Hour,
-			Batch: pipeline.BatchSettings{MaxAge: 5 * time.Millisecond},
-			Retry: pipeline.RetrySettings{MaxAttempts: 2, InitialBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}}},
-		Checkpoint: pipeline.CheckpointSettings{CommitInterval: 10 * time.Millisecond, StallWarning: 200 * time.Millisecond},
-	}
-	mux := http.NewServeMux()
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- pipeline.Run(ctx, spec, pipeline.WithServeMux(mux), pipeline.WithLogger(slog.New(slog.DiscardHandler)))
-	}()
+	addr, stop := runStuck(t)
 	defer func() {
-		cancel()
 		// Stopped with the sink still failing: the run says so.
 		var ie *pipeline.IncompleteError
-		if err := <-done; !errors.As(err, &ie) {
+		if err := stop(); !errors.As(err, &ie) {
 			t.Errorf("Run = %v, want an IncompleteError (the sink never wrote)", err)
 		}
 	}()
-
-	addr := strings.TrimPrefix(srv.URL, "http://")
 	want := []string{"weir running, not ready", "stuck", "failing since", "stuck: disk on fire", "gen: 1 partition, 1 stalled",
 		"gen/0", "The watermark has not moved", "recent events:", "sink_failing"}
 	deadline := time.Now().Add(30 * time.Second)
