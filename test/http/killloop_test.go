@@ -123,18 +123,22 @@ func killLoop(t *testing.T, bin string, env []string, records, minKills int, rep
 		waitListening(t, addr, exited, logPath)
 		if kills < minKills {
 			// Kill i comes once i/(kills+1) of the records are
-			// acknowledged, and a little later: the kills are spread over
-			// the load whatever the machine's speed, each while requests
-			// are in flight.
+			// acknowledged: the kills are spread over the load whatever the
+			// machine's speed. An even kill lands the moment the answer
+			// that crossed the mark reaches its client, when the records
+			// just acknowledged are the likeliest not to be durable if the
+			// source answered too soon; an odd one a random 0-100 ms later,
+			// while other requests are in flight.
 			at := int64((kills + 1) * records / (minKills + 1))
-			for ld.acked.Load() < at {
-				select {
-				case err := <-exited:
-					t.Fatalf("weir exited by itself with %v; log:\n%s", err, tail(logPath))
-				case <-time.After(5 * time.Millisecond):
-				}
+			reached := ld.armKill(at)
+			select {
+			case <-reached:
+			case err := <-exited:
+				t.Fatalf("weir exited by itself with %v; log:\n%s", err, tail(logPath))
 			}
-			time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
+			if kills%2 == 1 {
+				time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
+			}
 			cmd.Process.Signal(syscall.SIGKILL)
 			<-exited
 			kills++
@@ -190,6 +194,11 @@ type load struct {
 	seed             uint64
 	acked            atomic.Int64
 
+	// The kill mark: the first client whose answer takes acked to killAt
+	// or past it closes reached (see armKill).
+	killAt  atomic.Int64
+	reached atomic.Pointer[chan struct{}]
+
 	mu       sync.Mutex
 	ackedIDs []bool
 	retried  []bool // the id's request was sent more than once
@@ -244,7 +253,11 @@ func (l *load) client(ctx context.Context, c int) {
 					l.st.retried++
 				}
 				l.mu.Unlock()
-				l.acked.Add(int64(len(req)))
+				if n := l.acked.Add(int64(len(req))); n >= l.killAt.Load() {
+					if ch := l.reached.Swap(nil); ch != nil {
+						close(*ch)
+					}
+				}
 				break
 			}
 			l.mu.Lock()
@@ -253,6 +266,21 @@ func (l *load) client(ctx context.Context, c int) {
 			time.Sleep(time.Duration(5+rng.IntN(20)) * time.Millisecond)
 		}
 	}
+}
+
+// armKill returns a channel closed as soon as at least at records are
+// acknowledged: by the client whose answer takes the count there, before
+// it sends its next request.
+func (l *load) armKill(at int64) <-chan struct{} {
+	ch := make(chan struct{})
+	l.killAt.Store(at)
+	l.reached.Store(&ch)
+	if l.acked.Load() >= at {
+		if c := l.reached.Swap(nil); c != nil {
+			close(*c)
+		}
+	}
+	return ch
 }
 
 func (l *load) wasAcked(id int) bool   { l.mu.Lock(); defer l.mu.Unlock(); return l.ackedIDs[id] }
