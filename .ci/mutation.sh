@@ -53,6 +53,9 @@ trap 'rm -rf "$work"' EXIT
 
 millis() { local t0; t0=$(date +%s%N); "$@" >/dev/null 2>&1 || true; echo $((($(date +%s%N) - t0) / 1000000)); }
 
+# exclude FILE: gremlins leaves FILE (relative to the package) unmutated.
+exclude() { excludes+=(--exclude-files "^${1//./\\.}\$"); }
+
 failed=0
 summary=()
 for arg in "$@"; do
@@ -66,13 +69,12 @@ for arg in "$@"; do
   IFS=, read -r -a left <<<"${later:-}"
   for rel in "${left[@]}"; do
     [ -f "$pkg/$rel" ] || { echo "mutation $pkg: $rel, named to leave for the full run, is not a file of $pkg" >&2; exit 2; }
-    excludes+=(--exclude-files "^${rel//./\\.}\$")
+    exclude "$rel"
   done
   [ ${#left[@]} -eq 0 ] || echo "mutation $pkg: ${left[*]} left for the full run (WEIR_MUTATION_FULL=1)"
   for f in $(go list -f '{{$d := .Dir}}{{range .IgnoredGoFiles}}{{$d}}/{{.}} {{end}}' "./$pkg/..."); do
     case "$f" in *_test.go) continue ;; esac
-    rel="${f#"$PWD/$pkg/"}"
-    excludes+=(--exclude-files "^${rel//./\\.}\$")
+    exclude "${f#"$PWD/$pkg/"}"
   done
 
   # gremlins times a mutant out after a coefficient times its own coverage run

@@ -194,10 +194,9 @@ type load struct {
 	seed             uint64
 	acked            atomic.Int64
 
-	// The kill mark: the first client whose answer takes acked to killAt
-	// or past it closes reached (see armKill).
-	killAt  atomic.Int64
-	reached atomic.Pointer[chan struct{}]
+	// The kill mark: the first client whose answer takes acked to its at
+	// or past it closes its channel (see armKill).
+	mark atomic.Pointer[killMark]
 
 	mu       sync.Mutex
 	ackedIDs []bool
@@ -253,11 +252,7 @@ func (l *load) client(ctx context.Context, c int) {
 					l.st.retried++
 				}
 				l.mu.Unlock()
-				if n := l.acked.Add(int64(len(req))); n >= l.killAt.Load() {
-					if ch := l.reached.Swap(nil); ch != nil {
-						close(*ch)
-					}
-				}
+				l.passed(l.acked.Add(int64(len(req))))
 				break
 			}
 			l.mu.Lock()
@@ -272,15 +267,23 @@ func (l *load) client(ctx context.Context, c int) {
 // acknowledged: by the client whose answer takes the count there, before
 // it sends its next request.
 func (l *load) armKill(at int64) <-chan struct{} {
-	ch := make(chan struct{})
-	l.killAt.Store(at)
-	l.reached.Store(&ch)
-	if l.acked.Load() >= at {
-		if c := l.reached.Swap(nil); c != nil {
-			close(*c)
-		}
+	m := &killMark{at: at, ch: make(chan struct{})}
+	l.mark.Store(m)
+	l.passed(l.acked.Load())
+	return m.ch
+}
+
+type killMark struct {
+	at int64
+	ch chan struct{}
+}
+
+// passed closes the kill mark's channel, once, when n records acknowledged
+// reach it.
+func (l *load) passed(n int64) {
+	if m := l.mark.Load(); m != nil && n >= m.at && l.mark.CompareAndSwap(m, nil) {
+		close(m.ch)
 	}
-	return ch
 }
 
 func (l *load) wasAcked(id int) bool   { l.mu.Lock(); defer l.mu.Unlock(); return l.ackedIDs[id] }
