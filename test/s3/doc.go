@@ -9,10 +9,12 @@
 //     caught writing duplicates.
 //   - TestSourceKillNothingMissing: s3 → file over objects of four formats
 //     while new objects arrive, weir SIGKILLed at random moments; every
-//     record reaches the output. The unsafe_s3read build (an object taken
-//     for done once read, not once committed) should be caught losing
-//     records, and rarely is: it runs only with WEIR_S3_VARIANT=1
-//     (docs/s3.md, "What the kill loop does not prove yet").
+//     record reaches the output. TestSourceKillHeldSinkNothingMissing: the
+//     same loop into the HTTP sink and a receiver that takes a request only
+//     400 ms after it arrives (heldReceiver), so that kills find records
+//     read and not yet durable; the unsafe_s3read build (an object taken
+//     for done once read, not once committed) must be caught losing
+//     records there (docs/s3.md, "How the source's kill loop proves it sees a loss").
 //   - TestOutage: a second server of the test's own, stopped with SIGSTOP
 //     mid-run: weir waits, /readyz and the status say so within
 //     stall_warning, and weir goes on by itself when the server does.
