@@ -1,11 +1,8 @@
 package kafkaclient
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -78,31 +75,6 @@ func Refused(err error) bool {
 		if errors.Is(err, e) {
 			return true
 		}
-	}
-	return false
-}
-
-// tlsRefused reports a TLS handshake that failed on a certificate, ours or
-// the broker's: waiting for the broker does not change a certificate.
-func tlsRefused(err error) bool {
-	var (
-		verify   *tls.CertificateVerificationError
-		unknown  x509.UnknownAuthorityError
-		hostname x509.HostnameError
-		invalid  x509.CertificateInvalidError
-		header   tls.RecordHeaderError
-		op       *net.OpError
-	)
-	switch {
-	case errors.As(err, &verify), errors.As(err, &unknown), errors.As(err, &hostname), errors.As(err, &invalid):
-		return true
-	case errors.As(err, &header):
-		// TLS spoken to a port that does not speak it.
-		return true
-	case errors.As(err, &op) && op.Op == "remote error":
-		// The broker sent a TLS alert: it refused our certificate (or the
-		// lack of one).
-		return true
 	}
 	return false
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-etl/weir/internal/reach"
 )
 
 // A Kafka error code reads as its name, number and meaning wherever it sits
@@ -64,11 +66,11 @@ func TestRefused(t *testing.T) {
 		fmt.Errorf("tls: %w", x509.UnknownAuthorityError{}),
 		&net.OpError{Op: "remote error", Err: errors.New("tls: certificate required")},
 	} {
-		if !tlsRefused(err) {
-			t.Errorf("tlsRefused(%v) = false", err)
+		if !reach.TLSRefused(err) {
+			t.Errorf("reach.TLSRefused(%v) = false", err)
 		}
 	}
-	if tlsRefused(&net.OpError{Op: "dial", Err: errors.New("connection refused")}) {
+	if reach.TLSRefused(&net.OpError{Op: "dial", Err: errors.New("connection refused")}) {
 		t.Error("a refused dial counted as a TLS refusal: the broker may come up")
 	}
 }

@@ -38,7 +38,7 @@ func (w *waiter) wait(ctx context.Context) error {
 		Pkg: "kafka", Who: w.who, Problem: "no broker answers", Peer: fmt.Sprintf("brokers %v", w.brokers),
 		Fix: "check that the brokers are up and reachable from here", Reached: "a broker answered",
 		Limit: w.limit, Log: w.log, Attempt: w.ping, Clock: w.clock,
-		Fatal:   func(err error) bool { return Refused(err) || tlsRefused(err) },
+		Fatal:   func(err error) bool { return Refused(err) || reach.TLSRefused(err) },
 		Explain: Explain,
 	})
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -73,5 +75,26 @@ func TestCheckNamesUnsetVariables(t *testing.T) {
 	err := c.Check()
 	if err == nil || !strings.Contains(err.Error(), "access_key_id_env") || strings.Contains(err.Error(), "secret_access_key_env") {
 		t.Fatalf("Check = %v, want access_key_id_env alone named", err)
+	}
+}
+
+// An https:// endpoint whose server speaks plain HTTP is refused at the
+// first attempt with the fix, not retried until connect_timeout: waiting
+// does not change a port's protocol (nor a certificate).
+func TestWaitTLSToAPlainServerFailsAtOnce(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	t.Setenv("AWS_ACCESS_KEY_ID", "weir-test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "weir-test-secret")
+	c := DefaultConn()
+	c.Bucket, c.Region, c.ConnectTimeout = "lake", "us-east-1", 20*time.Second
+	c.Endpoint = strings.Replace(srv.URL, "http://", "https://", 1)
+	cl, err := c.Client(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Wait(context.Background(), cl, &c, "sink lake", slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "write it with http://") || strings.Contains(err.Error(), "connect_timeout") {
+		t.Fatalf("Wait = %v; want the plain-HTTP refusal with its fix at once", err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/aws/smithy-go"
+
+	"github.com/weir-etl/weir/internal/reach"
 )
 
 // Code returns the S3 error code of err ("NoSuchKey", "PreconditionFailed",
@@ -21,9 +23,11 @@ func Code(err error) string {
 }
 
 // Refused reports whether err is an answer no retry changes: the server
-// refused the credentials or the request, or the bucket does not exist.
+// refused the credentials or the request, the bucket does not exist, or TLS
+// failed in a way no wait fixes (reach.TLSRefused: a certificate refused,
+// an https:// endpoint that speaks plain HTTP).
 func Refused(err error) bool {
-	if noCredentials(err) {
+	if noCredentials(err) || reach.TLSRefused(err) {
 		return true
 	}
 	switch Code(err) {
@@ -67,6 +71,12 @@ func Explain(err error) error {
 		hint = "the bucket does not exist: create it, or fix bucket"
 	case "PermanentRedirect", "AuthorizationHeaderMalformed":
 		hint = "the bucket is in another region: set region to the bucket's"
+	}
+	switch {
+	case reach.PlainHTTP(err):
+		hint = "the endpoint speaks plain HTTP: write it with http://, or give the server TLS"
+	case reach.TLSRefused(err):
+		hint = "TLS failed on a certificate or a port that does not speak TLS: check endpoint's scheme and port, and that the system trusts the server's certificate"
 	}
 	if noCredentials(err) {
 		hint = "no credentials: the AWS default chain found none; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a profile, or access_key_id_env and secret_access_key_env"

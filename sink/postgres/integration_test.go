@@ -422,7 +422,10 @@ func TestPasswordNeverInErrors(t *testing.T) {
 	}{
 		{"wrong password", func(c *postgres.Config) { c.PasswordEnv = "WEIR_TEST_WRONG_PASSWORD" }, "password authentication failed"},
 		{"unset variable", func(c *postgres.Config) { c.PasswordEnv = "WEIR_TEST_NO_SUCH_VARIABLE" }, "WEIR_TEST_NO_SUCH_VARIABLE is not set"},
-		{"TLS required", func(c *postgres.Config) { c.PasswordEnv = "WEIR_TEST_WRONG_PASSWORD"; c.TLS.Mode = "require" }, "TLS"},
+		// The test server has ssl off: a refusal no wait can fix, which
+		// must fail at once with its fix, not after connect_timeout's
+		// retries (it waited the whole 5 minutes once).
+		{"TLS required", func(c *postgres.Config) { c.PasswordEnv = "WEIR_TEST_WRONG_PASSWORD"; c.TLS.Mode = "require" }, "turn ssl on in the server, or set tls.mode"},
 	} {
 		cfg := postgres.NewConfig()
 		cfg.URL, cfg.Table = db, "t"
@@ -440,6 +443,9 @@ func TestPasswordNeverInErrors(t *testing.T) {
 		}
 		if strings.Contains(fmt.Sprintf("%v %+v %#v", err, err, err), secret) {
 			t.Errorf("%s: the password shows in the error: %v", c.name, err)
+		}
+		if strings.Contains(err.Error(), "gave up after connect_timeout") {
+			t.Errorf("%s: Open retried a refusal no wait can fix until connect_timeout: %v", c.name, err)
 		}
 		t.Logf("%s: %v", c.name, err)
 	}

@@ -211,7 +211,7 @@ func (s *Sink) reach(ctx context.Context, pc *pgxpool.Config) (*pgxpool.Conn, er
 		Pkg: "sink/postgres", Who: "sink " + s.name, Problem: "the server does not answer",
 		Peer:  fmt.Sprintf("PostgreSQL at %s (database %s)", net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port))), cc.Database),
 		Fix:   "check that the server is up and reachable from here",
-		Limit: s.cfg.ConnectTimeout, Log: s.log, Fatal: reach.PgUnfixable,
+		Limit: s.cfg.ConnectTimeout, Log: s.log, Fatal: reach.PgUnfixable, Explain: reach.PgExplain,
 		Attempt: func(ctx context.Context) error {
 			actx, cancel := context.WithTimeout(ctx, s.attemptTimeout())
 			defer cancel()

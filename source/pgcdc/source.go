@@ -329,12 +329,12 @@ const attemptTimeout = 30 * time.Second
 // explainBusy names the holder of the slot when err says another process
 // streams it (55006, object in use): its process id, application_name,
 // client address and since when, read from pg_stat_activity on the
-// ordinary connection (when there is one yet). Other errors are left as
-// they are.
+// ordinary connection (when there is one yet). Other errors get the fix
+// reach.PgExplain knows, if any.
 func (s *Source) explainBusy(err error) error {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "55006" || s.meta == nil || s.meta.IsClosed() {
-		return err
+		return reach.PgExplain(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
