@@ -13,7 +13,7 @@ import "reflect"
 type sourceOptions struct {
 	Type               string `yaml:"type" doc:"The source type: a registered source type (weir list)."`
 	MaxInFlightBatches int    `yaml:"max_in_flight_batches" doc:"Batches read but not yet resolved before polling pauses. Default: checkpoint.max_in_flight_batches."`
-	MaxInFlightBytes   Size   `yaml:"max_in_flight_bytes" doc:"Bytes of such batches before polling pauses. Default: checkpoint.max_in_flight_bytes."`
+	MaxInFlightBytes   Size   `yaml:"max_in_flight_bytes" doc:"Memory of such batches before polling pauses: their records' bytes and structs (200 bytes a record). Default: checkpoint.max_in_flight_bytes."`
 }
 
 // transformOptions are the keys of every transform.
@@ -39,7 +39,7 @@ type sinkOptions struct {
 // file. What it leaves out is filled in by pipeline.FillDefaults.
 type batchOptions struct {
 	MaxRecords int      `yaml:"max_records" doc:"Flush after this many records. Left unset, the count follows the sink's pace, from 10000 up to 100000 within max_bytes (docs/runtime.md, Group size)."`
-	MaxBytes   Size     `yaml:"max_bytes" doc:"Flush after this many bytes."`
+	MaxBytes   Size     `yaml:"max_bytes" doc:"Flush once the group holds this much: its records' bytes and their structs (200 bytes a record, record.Overhead)."`
 	MaxAge     Duration `yaml:"max_age" doc:"Flush a group this old."`
 	Linger     Duration `yaml:"linger" doc:"Also flush once the sink's input has been idle this long (below max_age): lower latency when caught up, more flushes on a trickle. 0 is off."`
 	Overlap    int      `yaml:"overlap" doc:"For sinks that seal (file, kafka): groups that may wait for their fsync or acknowledgements while the next is written."`
@@ -64,7 +64,7 @@ type checkpointOptions struct {
 	CommitFailureTimeout Duration `yaml:"commit_failure_timeout" doc:"Commits that keep failing this long stop the run."`
 	CommitTimeout        Duration `yaml:"commit_timeout" doc:"How long one commit to a source may take: one that has not answered by then fails and is retried with backoff, committing nothing."`
 	MaxInFlightBatches   int      `yaml:"max_in_flight_batches" doc:"Batches read but not resolved before a source's polling pauses, for every source that does not set its own."`
-	MaxInFlightBytes     Size     `yaml:"max_in_flight_bytes" doc:"Bytes of such batches before polling pauses, for every source that does not set its own."`
+	MaxInFlightBytes     Size     `yaml:"max_in_flight_bytes" doc:"Memory of such batches before polling pauses (their records' bytes and structs, 200 bytes a record), for every source that does not set its own."`
 }
 
 // metricsOptions is the metrics section.

@@ -326,10 +326,10 @@ func TestStalledSinkBoundsInFlight(t *testing.T) {
 		wantMaxPolls int64
 	}{
 		{"batches", 8, 0, 8},
-		// A record of the default template is 20-odd bytes plus 64 of
-		// overhead, about 840 a batch of 10: the limit is reached with the
-		// fifth batch, and polling stops there.
-		{"bytes", 0, 4000, 5},
+		// A record of the default template is 20-odd bytes plus its
+		// struct's 200 (record.Overhead), about 2,240 a batch of 10: the
+		// limit is reached with the fifth batch, and polling stops there.
+		{"bytes", 0, 10000, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := &countSource{Source: gen(t, 0, 1, 10)}

@@ -223,14 +223,24 @@ func (r *Record) SetFields(m map[string]any) error {
 	return nil
 }
 
-// Size returns an estimate of the record's memory, for in-flight byte limits.
+// Size returns an estimate of the record's memory, for in-flight byte limits
+// and a group's max_bytes: its bytes and its struct (Overhead), each
+// header's included. The struct counts: of a small record it is most of
+// the memory (200 bytes beside a 60-byte value).
 func (r *Record) Size() int {
-	n := len(r.value) + len(r.Key) + 64
+	n := len(r.value) + len(r.Key) + Overhead
 	for _, h := range r.Headers {
-		n += len(h.Key) + len(h.Value)
+		n += len(h.Key) + len(h.Value) + headerOverhead
 	}
 	return n
 }
+
+// Overhead is the memory of a Record's struct, which Size counts beside its
+// bytes.
+const Overhead = int(unsafe.Sizeof(Record{}))
+
+// headerOverhead is the memory of a Header's struct.
+const headerOverhead = int(unsafe.Sizeof(Header{}))
 
 // CloneData returns a copy of r that shares its bytes, without its
 // acknowledgement reference.
