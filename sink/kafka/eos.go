@@ -87,6 +87,7 @@ type Keeper struct {
 	step atomic.Pointer[func(string)]
 
 	records, txns, held, fenced atomic.Int64 // for Describe
+	unconfirmed                 atomic.Int64 // commits reported that the log shows aborted
 }
 
 // txnProducer is one transactional client of the pool.
@@ -160,6 +161,10 @@ type txnGroup struct {
 
 // errNoProducer is the cause when no producer became free in time.
 var errNoProducer = errors.New("no transactional producer became free within delivery_timeout")
+
+// errCommitAborted is a Persist whose commit the client reported while the
+// broker aborted the transaction: the group is written again.
+var errCommitAborted = errors.New("the client reported the transaction committed, but its positions record is not visible to read_committed consumers: the broker aborted it; the group is written again")
 
 func newKeeper(name string, cfg *Config) (*Keeper, error) {
 	t, _ := parseTemplate(cfg.Topic)
@@ -633,6 +638,17 @@ func (sg *sealedTxn) Persist(ctx context.Context) (err error) {
 	if err := g.p.cl.EndTransaction(pctx, kgo.TryCommit); err != nil {
 		return k.wrap(fmt.Errorf("committing the transaction: %w", k.explainFenced(g.p, err)))
 	}
+	if first >= 0 {
+		ok, err := k.pos.confirm(pctx, first)
+		if err != nil {
+			return k.wrap(fmt.Errorf("confirming the commit: %w", err))
+		}
+		if !ok {
+			k.unconfirmed.Add(1)
+			k.log.Warn("a transaction the client reported committed was aborted by the broker; the group is written again", "transactional_id", g.p.id, "positions_offset", first)
+			return k.wrap(errCommitAborted)
+		}
+	}
 	k.at("committed")
 	k.pos.committed(g.gpos)
 	k.records.Add(int64(g.records))
@@ -760,6 +776,9 @@ func (k *Keeper) Describe() string {
 	}
 	if n := k.fenced.Load(); n > 0 {
 		d += fmt.Sprintf(", %d commits fenced by another writer", n)
+	}
+	if n := k.unconfirmed.Load(); n > 0 {
+		d += fmt.Sprintf(", %d commits the broker aborted written again", n)
 	}
 	return d
 }

@@ -46,6 +46,7 @@ func readCommitted(ctx context.Context, t testing.TB, cl *kgo.Client, topic stri
 		}
 		for _, pm := range tm.Partitions {
 			offset := int64(0)
+			lso, since := int64(-1), time.Now()
 			for try := 0; ; try++ {
 				if try > 3000 {
 					t.Fatalf("reading %s/%d: no end in sight", topic, pm.Partition)
@@ -73,8 +74,16 @@ func readCommitted(ctx context.Context, t testing.TB, cl *kgo.Client, topic stri
 				offset = max(offset, next)
 				// Done once no transaction is open (a commit's markers reach
 				// the partitions a moment after EndTxn returned) and every
-				// record before the end was read.
+				// record before the end was read; or, with a transaction
+				// still open (the next group's, produced while this one
+				// committed), once everything before it was read and the
+				// last stable offset has stayed there a while.
 				if part.LastStableOffset == part.HighWatermark && offset >= part.HighWatermark {
+					break
+				}
+				if part.LastStableOffset != lso {
+					lso, since = part.LastStableOffset, time.Now()
+				} else if offset >= lso && time.Since(since) > 300*time.Millisecond {
 					break
 				}
 			}
@@ -409,5 +418,55 @@ func TestExactlyOnceRejectsARecordLargerThanABatch(t *testing.T) {
 	k.GroupPositions([]connector.GroupPosition{{Source: "in", Partition: "in/0", Position: 1}})
 	if err := k.Flush(ctx); err != nil {
 		t.Fatalf("Flush after the rejection: %v", err)
+	}
+}
+
+// A commit the client reports while the broker aborted the transaction (as
+// franz-go does when it takes a transaction for empty: it ends it with an
+// abort and EndTransaction(TryCommit) returns nil) fails the Persist: the
+// group's positions record is read back with read_committed before the
+// group counts as durable. Here the fake broker turns one commit into an
+// abort; without the check, Flush returns nil and the records are gone.
+func TestCommitTheBrokerAbortedFails(t *testing.T) {
+	ctx := context.Background()
+	ec := eosClusterFor(t)
+	if ec.c == nil {
+		t.Skip("needs the fake cluster, to turn a commit into an abort")
+	}
+	h := ec.harness(t, fmt.Sprintf("flip-%d", time.Now().UnixNano()))
+	k := h.New(t).(*Keeper)
+	if err := k.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close(ctx)
+	var flipped atomic.Bool
+	ec.c.ControlKey(int16(kmsg.EndTxn), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		if r := kreq.(*kmsg.EndTxnRequest); r.Commit && flipped.CompareAndSwap(false, true) {
+			r.Commit = false // the broker aborts; the answer says nothing of it
+		}
+		ec.c.KeepControl()
+		return nil, nil, false
+	})
+	writeGroup(t, k, eosRecords(0, 5), 5)
+	err := k.Flush(ctx)
+	if !errors.Is(err, errCommitAborted) {
+		t.Fatalf("Flush of a transaction the broker aborted = %v, want errCommitAborted", err)
+	}
+	if got := len(h.Held(t, k)); got != 0 {
+		t.Fatalf("%d records visible after the aborted commit, want 0", got)
+	}
+	// The runtime writes the group again; that commit goes through.
+	writeGroup(t, k, eosRecords(0, 5), 5)
+	if err := k.Flush(ctx); err != nil {
+		t.Fatalf("the group written again: %v", err)
+	}
+	got := countValues(h.Held(t, k))
+	for o := 0; o < 5; o++ {
+		if n := got[fmt.Sprintf(`{"o":%d}`, o)]; n != 1 {
+			t.Fatalf("record %d is in the topic %d times, want once: %v", o, n, got)
+		}
+	}
+	if d := k.Describe(); !strings.Contains(d, "1 commits the broker aborted written again") {
+		t.Fatalf("Describe = %q, want the aborted commit counted", d)
 	}
 }

@@ -65,6 +65,10 @@ type posLog struct {
 	view     map[posKey]connector.Position
 	dec      kgo.Decompressor
 	observed int64 // positions records of this sink read, for tests
+	// watched holds the offsets of positions records whose commit is to be
+	// confirmed (confirm), and whether a read_committed fetch returned
+	// them.
+	watched map[int64]bool
 
 	cover atomic.Pointer[map[posKey]connector.Position] // a copy of view for Write's filter
 }
@@ -197,6 +201,9 @@ func (l *posLog) readLocked(ctx context.Context, target int64) error {
 			return err
 		}
 		for _, r := range fp.Records {
+			if _, ok := l.watched[r.Offset]; ok {
+				l.watched[r.Offset] = true
+			}
 			if l.apply(r) {
 				changed = true
 			}
@@ -330,12 +337,34 @@ func (l *posLog) fence(ctx context.Context, target int64, firsts map[posKey]int6
 	if err := l.readLocked(ctx, target); err != nil {
 		return err
 	}
+	// Groups persist one at a time: an entry left by a Persist that failed
+	// before its confirm is dropped here.
+	l.watched = map[int64]bool{target: false}
 	for k, first := range firsts {
 		if pos := l.view[k]; int64(pos) > first {
 			return fmt.Errorf("%w: positions committed by another writer already cover source %s partition %s up to %d, past this group's records from %d: the group is written again without them (another process writes the same partition: a rebalance, or a process that was stopped)", errFenced, k.source, k.partition, pos, first)
 		}
 	}
 	return nil
+}
+
+// confirm reads the log past at, the offset of a group's first positions
+// record (fenced before), and reports whether read_committed consumers see
+// that record: whether its transaction committed. A commit the client
+// reported is checked, not trusted: franz-go ends a transaction it believes
+// empty with an abort and returns nil from EndTransaction(TryCommit), which
+// was seen under load with the group's records in the log (docs/kafka.md).
+func (l *posLog) confirm(ctx context.Context, at int64) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	defer delete(l.watched, at)
+	if _, ok := l.watched[at]; !ok {
+		return false, fmt.Errorf("reading positions_topic %s: offset %d was not fenced before its commit", l.topic, at)
+	}
+	if err := l.readLocked(ctx, at+1); err != nil {
+		return false, err
+	}
+	return l.watched[at], nil
 }
 
 // committed notes a group's own positions once its transaction committed.
