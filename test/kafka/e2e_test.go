@@ -260,7 +260,8 @@ metrics:
 //     sampled (every ~50ms), not only at the end;
 //   - duplicates come only from the killed process: each duplicated record
 //     is at or after its partition's committed offset sampled just before the
-//     kill, and was in the output by the first sample after it;
+//     kill, and was in the output by the sample taken 2s after it (before
+//     anyone can take the killed process's partitions over);
 //   - the gracefully stopped process exits 0.
 func TestE2EGroupKillJoinStop(t *testing.T) {
 	brokers := kafkatest.Brokers(t)
@@ -298,6 +299,12 @@ func TestE2EGroupKillJoinStop(t *testing.T) {
 			preKill = sm
 			_ = procs[0].cmd.Process.Signal(syscall.SIGKILL)
 			_ = procs[0].wait(ctx)
+			// The broker may still append what the killed process had
+			// sent (its last produce requests, read off the socket after
+			// the process died): the sample that counts what was written
+			// but uncommitted at the kill waits for them. Nobody takes
+			// w1's partitions over before session_timeout (6s).
+			time.Sleep(2 * time.Second)
 			postKill = takeSample()
 			killed = true
 			procs = append(procs, startWeir(t, bin, cfg, "w4"))
