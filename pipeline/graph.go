@@ -23,6 +23,19 @@ type graph struct {
 	transforms []compiledTransform
 	sinks      []SinkSpec
 	deadLetter []int // by sink: index of its dead letter sink, or -1
+	// filterChain is, by source, the predicates (filters) its records go
+	// through one after the other to a single sink, when that is all the
+	// graph does with them; nil otherwise (see planFilterChains).
+	filterChain []*filterChain
+}
+
+// filterChain is a source's straight path through predicates to one sink:
+// its worker filters each poll batch where it lies and hands the kept
+// records to the sink in the batch's own slice (worker.filterBatch).
+type filterChain struct {
+	transforms []int                 // in the order records pass them
+	preds      []transform.Predicate // by position in transforms
+	sink       int
 }
 type compiledTransform struct {
 	typ    string // the registered type, or ""
@@ -62,6 +75,7 @@ func compile(s *Spec) (*graph, error) {
 	g.sinks = sp.Sinks
 	g.resolve()
 	g.planRejects()
+	g.planFilterChains()
 	return g, nil
 }
 
@@ -276,6 +290,31 @@ func (g *graph) downstream(i int, seen, reach []bool) {
 			} else {
 				g.downstream(t.idx, seen, reach)
 			}
+		}
+	}
+}
+
+// planFilterChains finds, for each source, whether its records go only
+// through a line of predicates (each one output, to exactly one next
+// component) into one sink, and records the line. A route, a transform that
+// is not a predicate, or a fan-out anywhere on the way leaves it nil.
+func (g *graph) planFilterChains() {
+	g.filterChain = make([]*filterChain, len(g.sourceOut))
+	for s, outs := range g.sourceOut {
+		c := &filterChain{}
+		for len(outs) == 1 && !outs[0].sink {
+			ct := &g.transforms[outs[0].idx]
+			p, ok := ct.t.(transform.Predicate)
+			if !ok || ct.r != nil || len(ct.outs) != 1 {
+				break
+			}
+			c.transforms = append(c.transforms, outs[0].idx)
+			c.preds = append(c.preds, p)
+			outs = ct.outs[0]
+		}
+		if len(c.preds) > 0 && len(outs) == 1 && outs[0].sink {
+			c.sink = outs[0].idx
+			g.filterChain[s] = c
 		}
 	}
 }

@@ -92,14 +92,13 @@ func (w *worker) batch(src *sourceRunner, b *connector.Batch, gen uint64) {
 	w.tapBatch(src, b)
 	part, end := b.Partition, b.End
 	outs := w.rt.g.sourceOut[src.idx]
-	if len(outs) == 1 && outs[0].sink && len(b.Records) > 0 {
-		// The whole batch goes to one sink as it is: the chunk takes the
-		// batch's slice instead of a copy of every record, and the batch,
-		// going back to its free list, takes the chunk's empty slice.
-		p := w.rt.chunks.get()
-		*p, b.Records = b.Records, (*p)[:0]
-		w.out[outs[0].idx] = p
-	} else {
+	switch fc := w.rt.g.filterChain[src.idx]; {
+	case len(outs) == 1 && outs[0].sink:
+		w.whole(outs[0].idx, b)
+	case fc != nil && w.tap == nil: // a tap samples each transform's output: the general path
+		w.filterBatch(fc, b)
+		w.whole(fc.sink, b)
+	default:
 		for i := range b.Records {
 			w.emit(outs, b.Records[i])
 		}
@@ -128,6 +127,64 @@ func (w *worker) batch(src *sourceRunner, b *connector.Batch, gen uint64) {
 			w.trRej[i] = 0
 		}
 	}
+}
+
+// whole hands the records of b to sink i as they are: the chunk takes the
+// batch's slice instead of a copy of every record, and the batch, going back
+// to its free list, takes the chunk's empty slice.
+func (w *worker) whole(i int, b *connector.Batch) {
+	switch {
+	case len(b.Records) == 0:
+	case w.out[i] != nil: // the sink has records of this batch already (dead letters)
+		*w.out[i] = append(*w.out[i], b.Records...)
+	default:
+		p := w.rt.chunks.get()
+		*p, b.Records = b.Records, (*p)[:0]
+		w.out[i] = p
+	}
+}
+
+// filterBatch runs the filter chain fc over the records of b where they lie:
+// a record every predicate keeps moves down over the dropped ones before it,
+// so that b keeps the kept records in their order, and nothing is copied
+// while nothing is dropped. A record dropped is delivered; one a predicate
+// fails on goes the way of that transform's rejects, as in apply.
+func (w *worker) filterBatch(fc *filterChain, b *connector.Batch) {
+	recs := b.Records
+	n := 0
+	for i := range recs {
+		if !w.keep(fc, &recs[i]) {
+			continue
+		}
+		if n != i {
+			recs[n] = recs[i]
+		}
+		n++
+	}
+	clear(recs[n:])
+	b.Records = recs[:n]
+}
+
+// keep runs rec, which holds its reference, through fc's predicates, and
+// reports whether every one kept it; otherwise the reference is consumed.
+func (w *worker) keep(fc *filterChain, rec *record.Record) bool {
+	for k, p := range fc.preds {
+		i := fc.transforms[k]
+		w.trIn[i]++
+		ok, err := p.Keep(rec)
+		if err != nil {
+			ref := *refOf(rec)
+			*refOf(rec) = checkpoint.AckRef{}
+			w.reject(i, rec, ref, err)
+			return false
+		}
+		if !ok {
+			refOf(rec).Release(checkpoint.Delivered)
+			return false
+		}
+		w.trOut[i]++
+	}
+	return true
 }
 
 // emit sends rec, which holds one reference, to every target: each but the last

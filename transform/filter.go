@@ -11,6 +11,8 @@ type Filter struct {
 	conds [1]*Expr // cond, as decide takes it
 }
 
+var _ Predicate = (*Filter)(nil)
+
 // NewFilter compiles condition, which must give a bool (see CompileCondition).
 func NewFilter(condition string) (*Filter, error) {
 	c, err := CompileCondition("filter condition", condition)
@@ -22,14 +24,20 @@ func NewFilter(condition string) (*Filter, error) {
 
 // Process appends in to out if the condition holds for it.
 func (f *Filter) Process(in *record.Record, out []record.Record) ([]record.Record, error) {
+	keep, err := f.Keep(in)
+	if err != nil || !keep {
+		return out, err
+	}
+	return appendPassed(out, in), nil
+}
+
+// Keep reports whether the condition holds for in (see Predicate).
+func (f *Filter) Keep(in *record.Record) (bool, error) {
 	var buf [1]int
 	e := getEnv()
 	kept, err := e.decide(in, f.conds[:], f.cond.p.Fields(), buf[:0])
 	putEnv(e)
-	if err != nil || len(kept) == 0 {
-		return out, err
-	}
-	return appendPassed(out, in), nil
+	return err == nil && len(kept) > 0, err
 }
 
 // appendPassed appends in itself as an output. The runtime takes the

@@ -23,6 +23,16 @@ type Transform interface {
 	Process(in *record.Record, out []record.Record) ([]record.Record, error)
 }
 
+// Predicate is a Transform that keeps or drops its input and never changes it
+// (a filter). Keep reports whether in is kept; Process(in, out) appends *in to
+// out exactly when Keep(in) is true. The runtime uses Keep to filter a poll
+// batch where it lies, without copying the records it keeps; Keep must not
+// modify in, and like Process it may be called from several goroutines.
+type Predicate interface {
+	Transform
+	Keep(in *record.Record) (bool, error)
+}
+
 // Router is a transform with named outputs ("route"). Downstream components
 // name an output as "<route name>.<output name>".
 type Router interface {
