@@ -56,6 +56,7 @@ type Program struct {
 	warnings []*Error
 	konst    bool
 	val      record.Value
+	cond     condNode // the root's, see compiled.cond
 }
 
 // String returns the expression's source.
@@ -104,7 +105,7 @@ func compile(src string, o Options, generic bool) (*Program, *Error) {
 		}
 		return nil, errAt(src, 0, fmt.Sprintf("it gives %s, but %s is needed here", root.typ, o.Want))
 	}
-	p := &Program{src: src, root: root.eval, typ: root.typ, needs: c.needs, fields: c.fields, warnings: c.warnings}
+	p := &Program{src: src, root: root.eval, typ: root.typ, needs: c.needs, fields: c.fields, warnings: c.warnings, cond: root.cond}
 	if root.konst {
 		p.konst, p.val = true, root.val
 	}
@@ -113,7 +114,11 @@ func compile(src string, o Options, generic bool) (*Program, *Error) {
 
 // compiled is a compiled node with what is known of it at load.
 type compiled struct {
-	eval  node
+	eval node
+	// cond, when set, decides a bool without building a Value: ok false
+	// means eval decides (set by the fast paths, fast.go; only on the root
+	// is it used, by Env.Condition).
+	cond  condNode
 	typ   Type
 	konst bool         // its value is val, computed at load
 	val   record.Value // with konst

@@ -285,6 +285,12 @@ func (e *Env) Eval(p *Program) (record.Value, error) {
 // Condition evaluates a condition: a result that is not a bool is a record
 // error, since a condition that is neither true nor false cannot be decided.
 func (e *Env) Condition(p *Program) (bool, error) {
+	if p.cond != nil {
+		e.f.env = e
+		if b, ok := p.cond(&e.f); ok {
+			return b, nil
+		}
+	}
 	v, err := e.Eval(p)
 	if err != nil {
 		return false, err

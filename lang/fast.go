@@ -31,6 +31,10 @@ import (
 // node would give anything but an integer (of Form IntForm), or fail.
 type intNode func(f *frame) (i int64, ok bool)
 
+// condNode decides a condition's subtree: ok is false when the generic node
+// would give anything but a bool, or fail.
+type condNode func(f *frame) (b, ok bool)
+
 // strNode appends the text of a subtree's string to dst: ok is false when
 // the generic node would give anything but a string, or fail.
 type strNode func(f *frame, dst []byte) (out []byte, ok bool)
@@ -306,37 +310,107 @@ func (c *compiler) specialiseDiv(x *binaryExpr) (compiled, *Error) {
 	return generic, nil
 }
 
-// specialiseCompare gives the comparison of two integers its fast path.
+// specialiseCompare gives the comparison of two integers its fast path,
+// and a condition its path that decides without building a Value
+// (compiled.cond).
 func (c *compiler) specialiseCompare(x *binaryExpr) (compiled, *Error) {
 	l, r, generic, err := c.intOperands(x)
 	if generic.eval == nil || err != nil {
 		return generic, err
 	}
-	var holds func(a, b int64) bool
-	switch x.op {
-	case "==":
-		holds = func(a, b int64) bool { return a == b }
-	case "!=":
-		holds = func(a, b int64) bool { return a != b }
-	case "<":
-		holds = func(a, b int64) bool { return a < b }
-	case ">":
-		holds = func(a, b int64) bool { return a > b }
-	case "<=":
-		holds = func(a, b int64) bool { return a <= b }
-	default:
-		holds = func(a, b int64) bool { return a >= b }
+	cond := compareInts(x.op, l, r)
+	if n, ok := x.r.(*litExpr); ok && n.val.Kind() == record.Int {
+		k, _ := n.val.Int() // a constant right operand: a call less
+		cond = compareIntTo(x.op, l, k)
 	}
 	g := generic.eval
 	generic.eval = func(f *frame) (record.Value, error) {
-		if a, ok := l(f); ok {
-			if b, ok := r(f); ok {
-				return record.BoolValue(holds(a, b)), nil
-			}
+		if b, ok := cond(f); ok {
+			return record.BoolValue(b), nil
 		}
 		return g(f)
 	}
+	generic.cond = cond
 	return generic, nil
+}
+
+// compareInts is the comparison op of two integers: ok is false when either
+// operand is not one, and the generic node decides.
+func compareInts(op string, l, r intNode) condNode {
+	switch op {
+	case "==":
+		return func(f *frame) (bool, bool) {
+			a, ok := l(f)
+			if !ok {
+				return false, false
+			}
+			b, ok := r(f)
+			return a == b, ok
+		}
+	case "!=":
+		return func(f *frame) (bool, bool) {
+			a, ok := l(f)
+			if !ok {
+				return false, false
+			}
+			b, ok := r(f)
+			return a != b, ok
+		}
+	case "<":
+		return func(f *frame) (bool, bool) {
+			a, ok := l(f)
+			if !ok {
+				return false, false
+			}
+			b, ok := r(f)
+			return a < b, ok
+		}
+	case ">":
+		return func(f *frame) (bool, bool) {
+			a, ok := l(f)
+			if !ok {
+				return false, false
+			}
+			b, ok := r(f)
+			return a > b, ok
+		}
+	case "<=":
+		return func(f *frame) (bool, bool) {
+			a, ok := l(f)
+			if !ok {
+				return false, false
+			}
+			b, ok := r(f)
+			return a <= b, ok
+		}
+	default:
+		return func(f *frame) (bool, bool) {
+			a, ok := l(f)
+			if !ok {
+				return false, false
+			}
+			b, ok := r(f)
+			return a >= b, ok
+		}
+	}
+}
+
+// compareIntTo is the comparison op of an integer with the constant k.
+func compareIntTo(op string, l intNode, k int64) condNode {
+	switch op {
+	case "==":
+		return func(f *frame) (bool, bool) { a, ok := l(f); return a == k, ok }
+	case "!=":
+		return func(f *frame) (bool, bool) { a, ok := l(f); return a != k, ok }
+	case "<":
+		return func(f *frame) (bool, bool) { a, ok := l(f); return a < k, ok }
+	case ">":
+		return func(f *frame) (bool, bool) { a, ok := l(f); return a > k, ok }
+	case "<=":
+		return func(f *frame) (bool, bool) { a, ok := l(f); return a <= k, ok }
+	default:
+		return func(f *frame) (bool, bool) { a, ok := l(f); return a >= k, ok }
+	}
 }
 
 // strForm returns the appending path of x, or nil if x has none: a string

@@ -21,6 +21,7 @@ type outcome struct {
 	kind record.Kind
 	json string
 	err  string
+	cond string // what Condition gave
 }
 
 // fatalT is what the checks need of *testing.T and *rapid.T.
@@ -50,11 +51,19 @@ func evalBoth(t fatalT, x *Program, value string) (viaObj, viaLookup outcome) {
 			}
 			e.Bind(r, &o)
 		}
+		var o outcome
+		if b, err := e.Condition(x); err != nil {
+			o.cond = "error: " + err.Error()
+		} else {
+			o.cond = strconv.FormatBool(b)
+		}
 		v, err := e.Eval(x)
 		if err != nil {
-			return outcome{err: err.Error()}
+			o.err = err.Error()
+			return o
 		}
-		return outcome{kind: v.Kind(), json: string(v.AppendJSON(nil))}
+		o.kind, o.json = v.Kind(), string(v.AppendJSON(nil))
+		return o
 	}
 	return run(false), run(true)
 }
@@ -170,6 +179,12 @@ func TestFastPathsAreGenericAtTheEdges(t *testing.T) {
 		"string(a)", "string(a + 0)", "string(-a)", `"u" + string(a % 1000)`, `a + b + "x"`, `"x" + a + b`,
 		"((a * 7919) % 100000) / 100", "(let x = a; x * 2)", "a % -1", "a / 3", "1 / a", "a % 0", "a / 0",
 		`"u" + string(id % 1000)`,
+	}
+	// A comparison with a constant on the right has a path of its own.
+	for _, op := range []string{"==", "!=", "<", ">", "<=", ">="} {
+		for _, k := range []string{"0", "-1", "2", "9223372036854775807", "-9223372036854775808"} {
+			shapes = append(shapes, "a "+op+" "+k)
+		}
 	}
 	for _, src := range shapes {
 		for _, a := range fastValues {
