@@ -69,8 +69,13 @@ func (c *compiler) specialise(x expr) (compiled, *Error) {
 			return c.specialiseDiv(x)
 		case "==", "!=", "<", ">", "<=", ">=":
 			return c.specialiseCompare(x)
+		case "&&", "||":
+			return c.specialiseCond(x)
 		}
 	case *unaryExpr:
+		if x.op == "!" {
+			return c.specialiseCond(x)
+		}
 		i, computed := c.intForm(x)
 		if i == nil || !computed {
 			return compiled{}, nil
@@ -314,15 +319,28 @@ func (c *compiler) specialiseDiv(x *binaryExpr) (compiled, *Error) {
 // and a condition its path that decides without building a Value
 // (compiled.cond).
 func (c *compiler) specialiseCompare(x *binaryExpr) (compiled, *Error) {
-	l, r, generic, err := c.intOperands(x)
+	_, _, generic, err := c.intOperands(x)
 	if generic.eval == nil || err != nil {
 		return generic, err
 	}
-	cond := compareInts(x.op, l, r)
-	if n, ok := x.r.(*litExpr); ok && n.val.Kind() == record.Int {
-		k, _ := n.val.Int() // a constant right operand: a call less
-		cond = compareIntTo(x.op, l, k)
+	return withCond(generic, c.condForm(x)), nil
+}
+
+// specialiseCond gives &&, || and ! of conditions with a fast path theirs.
+func (c *compiler) specialiseCond(x expr) (compiled, *Error) {
+	cond := c.condForm(x)
+	if cond == nil {
+		return compiled{}, nil
 	}
+	generic, err := c.compileNode(x)
+	if err != nil {
+		return generic, err
+	}
+	return withCond(generic, cond), nil
+}
+
+// withCond puts cond in front of generic's node.
+func withCond(generic compiled, cond condNode) compiled {
 	g := generic.eval
 	generic.eval = func(f *frame) (record.Value, error) {
 		if b, ok := cond(f); ok {
@@ -331,7 +349,59 @@ func (c *compiler) specialiseCompare(x *binaryExpr) (compiled, *Error) {
 		return g(f)
 	}
 	generic.cond = cond
-	return generic, nil
+	return generic
+}
+
+// condForm returns the deciding path of x, or nil if x has none: a
+// comparison of two integer paths (intForm), and &&, || and ! of such.
+// Like the generic && and ||, it evaluates the right operand only when the
+// left does not decide.
+func (c *compiler) condForm(x expr) condNode {
+	switch x := x.(type) {
+	case *binaryExpr:
+		switch x.op {
+		case "==", "!=", "<", ">", "<=", ">=":
+			l, _ := c.intForm(x.l)
+			r, _ := c.intForm(x.r)
+			if l == nil || r == nil {
+				return nil
+			}
+			if n, ok := x.r.(*litExpr); ok && n.val.Kind() == record.Int {
+				k, _ := n.val.Int() // a constant right operand: a call less
+				return compareIntTo(x.op, l, k)
+			}
+			return compareInts(x.op, l, r)
+		case "&&", "||":
+			l, r := c.condForm(x.l), c.condForm(x.r)
+			if l == nil || r == nil {
+				return nil
+			}
+			stopOn := x.op == "||"
+			return func(f *frame) (bool, bool) {
+				a, ok := l(f)
+				if !ok {
+					return false, false
+				}
+				if a == stopOn {
+					return a, true
+				}
+				return r(f)
+			}
+		}
+	case *unaryExpr:
+		if x.op != "!" {
+			return nil
+		}
+		a := c.condForm(x.x)
+		if a == nil {
+			return nil
+		}
+		return func(f *frame) (bool, bool) {
+			b, ok := a(f)
+			return !b, ok
+		}
+	}
+	return nil
 }
 
 // compareInts is the comparison op of two integers: ok is false when either

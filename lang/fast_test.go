@@ -122,7 +122,7 @@ var fastLeaves = []string{
 	`"u"`, `""`, `"é"`, `"a\"b"`, "1.5", "0.1", "nil", "true",
 }
 
-var fastOps = []string{"+", "-", "*", "/", "%", "==", "!=", "<", ">", "<=", ">="}
+var fastOps = []string{"+", "-", "*", "/", "%", "==", "!=", "<", ">", "<=", ">=", "&&", "||"}
 
 func genFastExpr(depth int) *rapid.Generator[string] {
 	leaf := rapid.OneOf(
@@ -140,6 +140,7 @@ func genFastExpr(depth int) *rapid.Generator[string] {
 			return "(" + sub.Draw(t, "left") + " " + op + " " + sub.Draw(t, "right") + ")"
 		}),
 		rapid.Custom(func(t *rapid.T) string { return "-(" + sub.Draw(t, "neg") + ")" }),
+		rapid.Custom(func(t *rapid.T) string { return "!(" + sub.Draw(t, "not") + ")" }),
 		rapid.Custom(func(t *rapid.T) string { return "string(" + sub.Draw(t, "str") + ")" }),
 		rapid.Custom(func(t *rapid.T) string {
 			return "(let a = " + sub.Draw(t, "let") + "; " + sub.Draw(t, "body") + ")"
@@ -180,6 +181,10 @@ func TestFastPathsAreGenericAtTheEdges(t *testing.T) {
 		"((a * 7919) % 100000) / 100", "(let x = a; x * 2)", "a % -1", "a / 3", "1 / a", "a % 0", "a / 0",
 		`"u" + string(id % 1000)`,
 	}
+	// Conditions of comparisons decide on a path of their own.
+	shapes = append(shapes, "a < b && b < 2", "a == 0 || b > 1", "!(a > b)", "not (a == 2)",
+		"a >= 0 && (b != 2 || a < 7)", "!(a < 1 && b < 1) || a == b", "a > 0 and b > 0", "a < 0 or b < 0",
+		`a > 0 && s == "u"`, `s == "u" || a > 0`, "!(a % 2 == 0)")
 	// A comparison with a constant on the right has a path of its own.
 	for _, op := range []string{"==", "!=", "<", ">", "<=", ">="} {
 		for _, k := range []string{"0", "-1", "2", "9223372036854775807", "-9223372036854775808"} {

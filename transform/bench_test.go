@@ -61,6 +61,7 @@ func BenchmarkFilterNested(b *testing.B)    { benchFilter(b, `user.age > 30`) }
 func BenchmarkFilterTwoFields(b *testing.B) { benchFilter(b, `user.age > 30 && region == "eu"`) }
 func BenchmarkFilterKeyOnly(b *testing.B)   { benchFilter(b, `@key == "k"`) }
 func BenchmarkFilterOffsetMod(b *testing.B) { benchFilter(b, `@origin.offset % 2 == 0`) }
+func BenchmarkFilterIntRange(b *testing.B)  { benchFilter(b, `id >= 10 && id % 3 != 0`) }
 func BenchmarkFilterFieldsAndMetadata(b *testing.B) {
 	benchFilter(b, `id % 2 == 1 && @origin.offset >= 0`)
 }
