@@ -145,3 +145,46 @@ func TestTapARunningPipeline(t *testing.T) {
 		t.Errorf("a tap after the run: %d %q", code, body)
 	}
 }
+
+// Guarantee: a filter on a source's straight line into one sink, which the
+// runtime filters where its batch lies when nobody taps, is tapped like any
+// transform: the records it keeps, and the sink's.
+func TestTapAFilterChain(t *testing.T) {
+	even, err := transform.NewFilter("seq % 2 == 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := fastSpec(gen(t, 0, 2, 50), pipeline.SinkSpec{Name: "out", Inputs: []string{"even"}, Sink: blackhole.New()})
+	sp.Transforms = []pipeline.TransformSpec{{Name: "even", Inputs: []string{"gen"}, Transform: even}}
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- pipeline.Run(ctx, sp, quiet, pipeline.WithServeMux(mux)) }()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if code, _ := httpGet(t, srv.URL+"/healthz"); code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the endpoints never came up")
+		}
+		time.Sleep(time.Millisecond) // polling for another goroutine's progress
+	}
+	for _, c := range []string{"even", "out"} {
+		lines := readTap(t, srv.URL+"/api/v1/tap/"+c+"?rate=10000&count=5")
+		if len(lines) != 6 || lines[5].End != "count reached" {
+			t.Fatalf("tap %s: %d lines, last %+v; want 5 records and the end", c, len(lines), lines[len(lines)-1])
+		}
+		for _, l := range lines[:5] {
+			if l.Component != c || l.Offset%2 != 0 {
+				t.Errorf("tap %s: line %+v, want a record of %s with an even offset", c, l, c)
+			}
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
