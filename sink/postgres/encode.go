@@ -122,6 +122,42 @@ func (e *encoder) appendRow(dst, value []byte) ([]byte, *colError) {
 	return append(dst, '\n'), nil
 }
 
+// timestampLayout is how a timestamptz travels: UTC, microseconds, trailing
+// zeros of the fraction left out.
+const timestampLayout = "2006-01-02 15:04:05.999999Z07:00"
+
+// appendTimestamp appends t, in UTC, as timestampLayout would, without
+// reading the layout for every row (AppendFormat's layout parsing was most
+// of a timestamp column's cost). Years outside 1–9999 take AppendFormat.
+func appendTimestamp(dst []byte, t time.Time) []byte {
+	year, month, day := t.Date()
+	if year < 1 || year > 9999 {
+		return t.AppendFormat(dst, timestampLayout)
+	}
+	hour, minute, sec := t.Clock()
+	two := func(dst []byte, n int) []byte { return append(dst, byte('0'+n/10), byte('0'+n%10)) }
+	dst = two(two(dst, year/100), year%100)
+	dst = two(append(dst, '-'), int(month))
+	dst = two(append(dst, '-'), day)
+	dst = two(append(dst, ' '), hour)
+	dst = two(append(dst, ':'), minute)
+	dst = two(append(dst, ':'), sec)
+	if us := t.Nanosecond() / 1000; us > 0 {
+		var frac [7]byte
+		frac[0] = '.'
+		for i := 6; i > 0; i-- {
+			frac[i] = byte('0' + us%10)
+			us /= 10
+		}
+		n := 7
+		for frac[n-1] == '0' {
+			n--
+		}
+		dst = append(dst, frac[:n]...)
+	}
+	return append(dst, 'Z')
+}
+
 func isNull(v []byte) bool { return len(v) == 4 && string(v) == "null" }
 
 // kindOf names the JSON kind of raw value v, for messages.
@@ -279,7 +315,7 @@ func (e *encoder) appendValue(dst []byte, c *colPlan, v []byte) ([]byte, error) 
 		if t.Nanosecond()%1000 != 0 {
 			return dst, fmt.Errorf("field %s is %s, with nanoseconds; timestamptz keeps microseconds and PostgreSQL would round it", c.field, excerpt(v))
 		}
-		return t.UTC().AppendFormat(dst, "2006-01-02 15:04:05.999999Z07:00"), nil
+		return appendTimestamp(dst, t.UTC()), nil
 	case typeBytea:
 		if v[0] != '"' {
 			return dst, bad("base64 text")

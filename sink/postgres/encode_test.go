@@ -3,6 +3,9 @@ package postgres
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"pgregory.net/rapid"
 )
 
 // encodeOne encodes value through a single column of type typ filled from
@@ -159,4 +162,19 @@ func TestRowReader(t *testing.T) {
 			t.Errorf("row 2 with order, chunk %d: %q", chunk, got)
 		}
 	}
+}
+
+// Guarantee: a timestamptz is written exactly as the layout would write it,
+// at every microsecond, year and second, including the years the fast
+// writer leaves to AppendFormat.
+func TestTimestampIsWrittenAsTheLayoutWould(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		sec := rapid.Int64Range(-62135596800-86400*400, 253402300799+86400*400).Draw(rt, "sec") // years 0 to 10000
+		us := rapid.OneOf(rapid.Int64Range(0, 999999), rapid.SampledFrom([]int64{0, 1, 10, 100000, 120000, 999999})).Draw(rt, "us")
+		tm := time.Unix(sec, us*1000).UTC()
+		want := tm.AppendFormat(nil, timestampLayout)
+		if got := appendTimestamp([]byte("x"), tm); string(got) != "x"+string(want) {
+			rt.Fatalf("%v: wrote %q, the layout %q", tm, got[1:], want)
+		}
+	})
 }
