@@ -3,8 +3,10 @@ package postgres
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -440,13 +442,33 @@ func appendCopy(dst, s []byte) []byte {
 }
 
 // indexSpecial returns the index of the first byte COPY needs escaped, or -1.
+// It tests eight bytes at a time: a JSON document in a jsonb or text column
+// is mostly bytes that need nothing, and the byte loop was a fifth of the
+// encoder's time.
 func indexSpecial(s []byte) int {
-	for i, c := range s {
-		if c == '\\' || c == '\n' || c == '\r' || c == '\t' {
+	i := 0
+	for ; len(s)-i >= 8; i += 8 {
+		if m := specialMask(binary.LittleEndian.Uint64(s[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c == '\\' || c == '\n' || c == '\r' || c == '\t' {
 			return i
 		}
 	}
 	return -1
+}
+
+// specialMask has the high bit set of the lowest byte of w (in little-endian
+// order) that is a backslash, \n, \r or \t, and possibly of higher bytes,
+// and is 0 when no byte is: for each of the four, a byte equal to it is a zero
+// byte of w XOR it, and (x - 0x01...) &^ x & 0x80... flags the lowest zero
+// byte of x exactly (a borrow can flag bytes above it only).
+func specialMask(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(x uint64) uint64 { return (x - ones) &^ x & highs }
+	return zero(w^(ones*'\\')) | zero(w^(ones*'\n')) | zero(w^(ones*'\r')) | zero(w^(ones*'\t'))
 }
 
 const hexDigits = "0123456789abcdef"

@@ -178,3 +178,26 @@ func TestTimestampIsWrittenAsTheLayoutWould(t *testing.T) {
 		}
 	})
 }
+
+// TestIndexSpecialFindsTheFirst compares the eight-bytes-at-a-time search
+// with a byte loop over strings of every length up to 40, drawn from the
+// four bytes COPY escapes, their neighbours and bytes with the high bit set.
+func TestIndexSpecialFindsTheFirst(t *testing.T) {
+	slow := func(s []byte) int {
+		for i, c := range s {
+			if c == '\\' || c == '\n' || c == '\r' || c == '\t' {
+				return i
+			}
+		}
+		return -1
+	}
+	rapid.Check(t, func(rt *rapid.T) {
+		b := rapid.SliceOfN(rapid.OneOf(
+			rapid.SampledFrom([]byte{'\\', '\n', '\r', '\t', '\\' + 1, '\\' - 1, '\n' + 1, '\n' - 1, '\r' + 1, '\t' - 1, 0, 0x80, 0x8a, 0xdc, 0xff, 'a'}),
+			rapid.Byte(),
+		), 0, 40).Draw(rt, "s")
+		if got, want := indexSpecial(b), slow(b); got != want {
+			rt.Fatalf("indexSpecial(%q) = %d, want %d", b, got, want)
+		}
+	})
+}
