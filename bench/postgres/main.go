@@ -4,7 +4,9 @@
 // rows (one COPY, one transaction: the server's pace with a client that does
 // nothing per row) and a bare Go loop that reads the same files, decodes each
 // line and COPYs the same rows with pgx in groups of the same size, one
-// transaction each. The cases take turns, run after run; it reports medians
+// transaction each, and the least a client holding per-group positions can
+// do (bareText: psql's input held in memory, COPYed in groups with a
+// positions row each, on one or two connections). The cases take turns, run after run; it reports medians
 // of rows/s, of the client's CPU per row, and of the CPU per row of the
 // server backends that served it (sampled from /proc: the server must run on
 // this machine), the ratios to psql and to the bare loop, and the load
@@ -117,6 +119,8 @@ func main() {
 		{"bare pgx COPY loop", func() sample { return bare(db, in, false) }},
 		{"bare COPY, rows in memory", func() sample { return bare(db, in, true) }},
 		{"psql \\copy", func() sample { return psqlCopy(db, dir) }},
+		{"bare text COPY, 1 conn", func() sample { return bareText(db, dir, 1) }},
+		{"bare text COPY, 2 conns", func() sample { return bareText(db, dir, 2) }},
 		{"weir insert", func() sample { return weir(bin, db, dir, in, "insert") }},
 		{"weir upsert", func() sample { return weir(bin, db, dir, in, "upsert") }},
 	}
@@ -155,7 +159,7 @@ func main() {
 		fmt.Printf("%-26s %10.0f %7.2f %9.3f %9.3f %9.3f   %s\n", c.name, float64(*records)/m.wall.Seconds(), m.wall.Seconds(),
 			us(m.cpu), us(m.server), us(m.cpu+m.server), walls(ss))
 	}
-	for _, bn := range []string{"bare pgx COPY loop", "bare COPY, rows in memory", "psql \\copy"} {
+	for _, bn := range []string{"bare pgx COPY loop", "bare COPY, rows in memory", "bare text COPY, 1 conn", "bare text COPY, 2 conns", "psql \\copy"} {
 		b, ok := med[bn]
 		if !ok {
 			continue
@@ -405,6 +409,89 @@ func copyText(in, path string) {
 		log.Fatal(err)
 	}
 	fd.Close()
+}
+
+// bareText is the least a client holding per-group positions can do: psql's
+// input, already in COPY's text format, is read into memory before the
+// clock starts and cut into groups at line ends (-group rows, or 100,000,
+// the most the sink's adapted groups reach); each group is one transaction
+// of a COPY and an upsert of a positions row, as the sink's insert mode
+// writes, on conns connections taking groups in turn (the sink overlaps two
+// groups by default). Connecting is timed, as it is for psql and weir.
+func bareText(db, dir string, conns int) sample {
+	b, err := os.ReadFile(filepath.Join(dir, "rows.copy"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	size := *group
+	if size == 0 {
+		size = 100_000
+	}
+	var groups [][]byte
+	for len(b) > 0 {
+		end, n := 0, 0
+		for end < len(b) && n < size {
+			i := bytes.IndexByte(b[end:], '\n')
+			if i < 0 {
+				end = len(b)
+				break
+			}
+			end += i + 1
+			n++
+		}
+		groups = append(groups, b[:end])
+		b = b[end:]
+	}
+	setup := connect(db)
+	if _, err := setup.Exec(ctx, `CREATE TABLE IF NOT EXISTS bare_positions (part text PRIMARY KEY, pos bigint NOT NULL)`); err != nil {
+		log.Fatal(err)
+	}
+	setup.Close(ctx)
+	var ru0 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	start := time.Now()
+	work := make(chan int, len(groups))
+	for i := range groups {
+		work <- i
+	}
+	close(work)
+	errs := make(chan error, conns)
+	for range conns {
+		go func() {
+			c := connect(db)
+			defer c.Close(ctx)
+			for i := range work {
+				tx, err := c.Begin(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if _, err := c.PgConn().CopyFrom(ctx, bytes.NewReader(groups[i]), "COPY bench (id, usr, amount, ok, tag) FROM STDIN"); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := tx.Exec(ctx, `INSERT INTO bare_positions VALUES ($1, $2) ON CONFLICT (part) DO UPDATE SET pos = GREATEST(bare_positions.pos, EXCLUDED.pos)`, "p", int64(i)); err != nil {
+					errs <- err
+					return
+				}
+				if err := tx.Commit(ctx); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range conns {
+		if err := <-errs; err != nil {
+			log.Fatalf("bare text COPY: %v", err)
+		}
+	}
+	wall := time.Since(start)
+	var ru1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
+	return sample{wall: wall, cpu: cpu}
 }
 
 // psqlCopy loads the rows with psql's \copy, one COPY in one transaction:
