@@ -44,7 +44,7 @@ checkpoint:
   commit_interval: 2s
   drain_timeout: 10s
   shutdown_timeout: 15s
-metrics: { address: "off" }
+metrics: { address: "127.0.0.1:0" } # its "metrics listening" line says a member runs
 sinks:
 `
 
@@ -250,6 +250,9 @@ func (c *chaos) run(kills, stops int) {
 	}
 	weirtest.WaitFor(t, "the group to commit the whole input", 4*time.Minute, func() bool { return c.committed() >= int64(c.n) })
 	for name, p := range c.members {
+		// A member started again after the last kill may not have caught
+		// signals yet when the other has committed the rest.
+		weirtest.WaitRunning(t, "member "+name, p.log, p.from)
 		if err := p.stop(t); err != nil {
 			if c.onMarker {
 				// The unsafe variants' pauses may outlast the shutdown.

@@ -58,7 +58,7 @@ checkpoint:
   commit_interval: 2s
   drain_timeout: 10s
   shutdown_timeout: 15s
-metrics: { address: "off" }
+metrics: { address: "127.0.0.1:0" } # its "metrics listening" line says a process runs
 `
 
 // Kafka → iceberg with two members and a rebalance, then a SIGKILL: DuckDB
@@ -99,6 +99,8 @@ func TestKafkaRebalanceExactlyOnce(t *testing.T) {
 	_ = a.cmd.Process.Signal(syscall.SIGKILL)
 	<-a.done
 	weirtest.WaitFor(t, "every record in the table", 3*time.Minute, func() bool { return rows() >= total })
+	// a may have written every record before b caught signals.
+	weirtest.WaitRunning(t, "b", b.log, b.from)
 	_ = b.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-b.done:

@@ -57,6 +57,7 @@ func buildWeir(t *testing.T, tags string) string {
 type proc struct {
 	cmd  *exec.Cmd
 	log  string
+	from int64 // the log's size when the process started (earlier runs appended to it)
 	done chan struct{}
 	err  error // valid once done is closed
 }
@@ -68,13 +69,17 @@ func startWeir(t *testing.T, bin, cfg, name string, env []string) *proc {
 	if err != nil {
 		t.Fatal(err)
 	}
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(bin, "run", "-c", cfg)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, log: logPath, done: make(chan struct{})}
+	p := &proc{cmd: cmd, log: logPath, from: st.Size(), done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		f.Close()

@@ -34,14 +34,14 @@ type proc struct {
 	err  error // valid once done is closed
 }
 
-func startWeir(t *testing.T, bin, cfg, name string) *proc {
+func startWeir(t *testing.T, bin, cfg, name string, args ...string) *proc {
 	t.Helper()
 	logPath := filepath.Join(filepath.Dir(cfg), name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "run", "-c", cfg)
+	cmd := exec.Command(bin, append([]string{"run", "-c", cfg}, args...)...)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -307,7 +307,10 @@ func TestE2EGroupKillJoinStop(t *testing.T) {
 			time.Sleep(2 * time.Second)
 			postKill = takeSample()
 			killed = true
-			procs = append(procs, startWeir(t, bin, cfg, "w4"))
+			// w2 and w3 may commit the rest before w4 catches signals:
+			// the SIGTERMs wait until it runs.
+			procs = append(procs, startWeir(t, bin, cfg, "w4", "--set", "metrics.address=127.0.0.1:0"))
+			weirtest.WaitRunning(t, "w4", procs[3].log, 0)
 			joined = true
 			t.Logf("w1 killed at %d of %d committed; w4 started", done, all)
 		}

@@ -45,7 +45,7 @@ checkpoint:
   commit_interval: 2s
   drain_timeout: 10s
   shutdown_timeout: 15s
-metrics: { address: "off" }
+metrics: { address: "127.0.0.1:0" } # its "metrics listening" line says a process runs
 `
 
 // Kafka → postgres with two processes in one consumer group: the second
@@ -113,6 +113,8 @@ func kafkaRebalance(t *testing.T, bin string, env []string) tally {
 		c = count(t, conn, "ev", int(total), "true")
 		return c.missing == 0
 	})
+	// a may have written every record before b caught signals.
+	weirtest.WaitRunning(t, "b", b.log, b.from)
 	_ = b.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-b.done:

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -110,10 +109,7 @@ func TestMembersStartTogether(t *testing.T) {
 		// another was still starting, and a signal before a process catches
 		// signals is its death, not a test of the start.
 		for i, m := range members {
-			weirtest.WaitFor(t, fmt.Sprintf("trial %d: member %d running", trial, i), time.Minute, func() bool {
-				b, _ := os.ReadFile(m.log)
-				return strings.Contains(string(b), "metrics listening")
-			})
+			weirtest.WaitRunning(t, fmt.Sprintf("trial %d: member %d", trial, i), m.log, 0)
 		}
 		for _, m := range members {
 			_ = m.cmd.Process.Signal(syscall.SIGTERM)

@@ -122,3 +122,23 @@ func WaitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// WaitRunning waits until the weir process whose log is at logPath runs: its
+// signals caught, its pipeline open. The process must run with metrics on (an
+// address such as 127.0.0.1:0): its "metrics listening" line, at or after
+// byte from of the log (the log's size when the process started, for a log
+// that earlier runs appended to), is the sign. A signal sent before a process
+// catches signals is its death, not a test of a stop or a reload: a test
+// that signals a process it has just started waits for this first (a busy
+// machine can take seconds to start one).
+func WaitRunning(t testing.TB, name, logPath string, from int64) {
+	t.Helper()
+	WaitFor(t, name+" running (its \"metrics listening\" line)", 2*time.Minute, func() bool {
+		b, _ := os.ReadFile(logPath)
+		if int64(len(b)) < from {
+			return false
+		}
+		b = b[from:]
+		return bytes.Contains(b, []byte(`msg="metrics listening"`)) || bytes.Contains(b, []byte(`"msg":"metrics listening"`))
+	})
+}
