@@ -123,9 +123,11 @@ func WaitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 	}
 }
 
-// WaitRunning waits until the weir process whose log is at logPath runs: its
-// signals caught, its pipeline open. The process must run with metrics on (an
-// address such as 127.0.0.1:0): its "metrics listening" line, at or after
+// WaitRunning waits until the weir process whose log is at logPath catches
+// signals. weir run catches them before it builds a connector; the first line
+// sure to come after that is the runtime's endpoints starting, before any sink
+// opens. So the process must run with metrics on (an address such as
+// 127.0.0.1:0): its "metrics listening" line, at or after
 // byte from of the log (the log's size when the process started, for a log
 // that earlier runs appended to), is the sign. A signal sent before a process
 // catches signals is its death, not a test of a stop or a reload: a test
