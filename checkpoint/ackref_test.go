@@ -61,6 +61,39 @@ func TestAckRefWorstStatus(t *testing.T) {
 	}
 }
 
+// TestCloneN checks that CloneN counts n references in one step: the batch
+// resolves at the last of its n+1 releases (the n stored copies and the
+// reference itself), with the worst status, and not one release before.
+func TestCloneN(t *testing.T) {
+	for _, n := range []int{1, 2, 7, 10000} {
+		c := New()
+		is := c.NewIssuer()
+		is.Assign(0, 0)
+		r := is.Issue(0, 10)
+		recs := make([]AckRef, n)
+		v := r.CloneN(n)
+		for i := range recs {
+			recs[i] = v
+		}
+		c.Drain()
+		r.Release(Delivered)
+		for i := range recs {
+			if st := c.Drain(); st.Messages != 0 {
+				t.Fatalf("n=%d: batch resolved after %d of %d releases", n, i+1, n+1)
+			}
+			s := Delivered
+			if i == n/2 {
+				s = Rejected
+			}
+			recs[i].Release(s)
+		}
+		st := drainOne(t, c)
+		if st.Statuses[Rejected] != 1 {
+			t.Errorf("n=%d: resolved with statuses %v, want Rejected", n, st.Statuses)
+		}
+	}
+}
+
 func TestAckRefBatch(t *testing.T) {
 	c := New()
 	is := c.NewIssuer()

@@ -10,7 +10,8 @@
 // A source's polling goroutine owns an AckIssuer. For each poll batch it calls
 // Issue, which returns the batch's first AckRef and the position that becomes
 // committable once the batch and every earlier one are delivered. Every record
-// of the batch carries a Clone of that reference:
+// of the batch carries a Clone of that reference (CloneN gives a whole batch's
+// records theirs in one atomic add):
 //
 //   - a filter that drops a record releases its reference as Delivered;
 //   - a flat_map that turns one record into n clones the reference n times and
@@ -62,10 +63,11 @@
 //     with a non-blocking send after they queue a node, and only the owning
 //     goroutine receives from it. No method of the Checkpointer sends on it or
 //     waits on it.
-//  2. The ack path never blocks. Clone, Release, AckSet.Ack and AckSet.Fail use
-//     atomic operations only; the last release links a node into an intrusive
-//     MPSC queue and makes a non-blocking send on a capacity-1 wake channel. No
-//     mutex, no bounded channel, no waiting on the Checkpointer.
+//  2. The ack path never blocks. Clone, CloneN, Release, AckSet.Ack and
+//     AckSet.Fail use atomic operations only; the last release links a node
+//     into an intrusive MPSC queue and makes a non-blocking send on a
+//     capacity-1 wake channel. No mutex, no bounded channel, no waiting on the
+//     Checkpointer.
 //  3. A watermark never advances past an unacknowledged or failed batch,
 //     including across rebalances: epochs make acknowledgements of revoked
 //     assignments stale, and the check is made in one place (Checkpointer.Apply).

@@ -84,6 +84,36 @@ func TestModelCloneRelease(t *testing.T) {
 	modelcheck.Check(t, mcConfig, mcCloneRelease(Failed, Rejected, Delivered))
 }
 
+// TestModelCloneN is a batch handed to its records with CloneN, as the
+// runtime hands a poll batch to its records: one thread stores the copies and
+// releases its own reference while each copy is released on a thread of its
+// own; the batch resolves once, at the last release, with the worst status.
+func TestModelCloneN(t *testing.T) {
+	statuses := []AckStatus{Delivered, Rejected, Delivered}
+	modelcheck.Check(t, mcConfig, func(m *modelcheck.Model) {
+		c := New()
+		is := c.NewIssuer()
+		is.Assign(0, 0)
+		r := is.Issue(0, 10)
+		m.Go("issuer", func() {
+			v := r.CloneN(len(statuses))
+			for i, s := range statuses {
+				cp := v
+				m.Go(fmt.Sprintf("release%d", i), func() { cp.Release(s) })
+			}
+			r.Release(Delivered)
+		})
+		got := mcDrainUntil(c, 1, func(st DrainStats) {
+			m.Assert(st.Messages <= 1, "batch resolved %d times", st.Messages)
+		})
+		m.Finally(func() {
+			got.Add(c.Drain())
+			m.Assert(got.Messages == 1, "batch resolved %d times, want exactly once", got.Messages)
+			m.Assert(got.Statuses[Rejected] == 1, "batch resolved with statuses %v, want one Rejected", got.Statuses)
+		})
+	})
+}
+
 // mcBatch is one batch of a model: its reference, where it ends, the status it
 // will be released with, and whether its release has begun (set just before
 // Release, so a batch that is not marked cannot have resolved).

@@ -68,6 +68,21 @@ func TestMisusePanics(t *testing.T) {
 			r.Release(Delivered)
 			r.Clone()
 		}},
+		{"CloneN after resolution", "already resolved", func() {
+			_, _, r := newRef()
+			cp := r
+			r.Release(Failed)
+			cp.CloneN(3)
+		}},
+		{"CloneN of a released reference", "CloneN of a zero or released AckRef", func() {
+			_, _, r := newRef()
+			r.Release(Delivered)
+			r.CloneN(2)
+		}},
+		{"CloneN of no references", "CloneN of 0 references", func() {
+			_, _, r := newRef()
+			r.CloneN(0)
+		}},
 		{"Batch of a released reference", "Batch of a zero or released AckRef", func() {
 			_, _, r := newRef()
 			r.Release(Delivered)

@@ -204,8 +204,13 @@ func (s *sourceRunner) issue(b *connector.Batch, ref checkpoint.AckRef, name str
 		ref.Release(checkpoint.Delivered)
 		return
 	}
-	for i := range n - 1 {
-		*refOf(&b.Records[i]) = ref.Clone()
+	// One atomic add for the batch, not one a record: the last record takes
+	// ref itself, the others a copy each of the n-1 references CloneN adds.
+	if n > 1 {
+		c := ref.CloneN(n - 1)
+		for i := range n - 1 {
+			*refOf(&b.Records[i]) = c
+		}
 	}
 	*refOf(&b.Records[n-1]) = ref
 }
