@@ -41,8 +41,8 @@ func formatList() string {
 	return strings.Join(names, ", ")
 }
 
-// decode turns one framed record of f, which starts at byte start, into rec.
-// It reports keep false for a record that holds nothing (a blank line of
+// decode turns one framed record of f, which starts at byte start, into rec,
+// which is empty (a new slot of the batch). It reports keep false for a record that holds nothing (a blank line of
 // ndjson or csv, a csv header). An error is a record that cannot be read;
 // on_invalid decides what becomes of it. Called with mu held.
 func (s *Source) decode(f *file, raw []byte, start int64, rec *record.Record) (keep bool, err error) {
@@ -55,9 +55,9 @@ func (s *Source) decode(f *file, raw []byte, start int64, rec *record.Record) (k
 		if len(raw) == 0 {
 			return false, nil // blank lines hold no record
 		}
-		*rec = record.New(raw)
+		rec.SetValue(raw)
 	case "lines":
-		*rec = record.New(trimCR(raw))
+		rec.SetValue(trimCR(raw))
 	case "csv":
 		return s.decodeCSV(f, raw, start, rec)
 	case "dead_letter":

@@ -331,8 +331,16 @@ loop:
 			continue
 		}
 		size += len(raw) + 1
-		var rec record.Record
-		keep, err := s.decode(f, raw, start, &rec)
+		// The record is decoded where it will lie in the batch, not built
+		// aside and copied in: a record is a struct of 200 bytes and a dozen
+		// pointers. One that is not kept leaves its slot empty again.
+		b.Records = append(b.Records, record.Record{})
+		rec := &b.Records[len(b.Records)-1]
+		keep, err := s.decode(f, raw, start, rec)
+		if err != nil || !keep {
+			*rec = record.Record{}
+			b.Records = b.Records[:len(b.Records)-1]
+		}
 		if err != nil {
 			var bad *badRecord
 			isBad := errors.As(err, &bad)
@@ -359,7 +367,6 @@ loop:
 		if rec.Time.IsZero() { // a dead letter keeps the record's time
 			rec.Time = now
 		}
-		b.Records = append(b.Records, rec)
 	}
 	end := f.lr.pos()
 	if len(b.Records) == 0 && end == f.reported {
