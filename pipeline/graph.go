@@ -33,8 +33,9 @@ type graph struct {
 // its worker filters each poll batch where it lies and hands the kept
 // records to the sink in the batch's own slice (worker.filterBatch).
 type filterChain struct {
-	transforms []int                 // in the order records pass them
-	preds      []transform.Predicate // by position in transforms
+	transforms []int                        // in the order records pass them
+	preds      []transform.Predicate        // by position in transforms
+	scratch    []transform.ScratchPredicate // preds[k] when it is one, else nil
 	sink       int
 }
 type compiledTransform struct {
@@ -310,6 +311,8 @@ func (g *graph) planFilterChains() {
 			}
 			c.transforms = append(c.transforms, outs[0].idx)
 			c.preds = append(c.preds, p)
+			sp, _ := p.(transform.ScratchPredicate)
+			c.scratch = append(c.scratch, sp)
 			outs = ct.outs[0]
 		}
 		if len(c.preds) > 0 && len(outs) == 1 && outs[0].sink {

@@ -8,6 +8,7 @@ import (
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/pipeline/internal/tap"
 	"github.com/weir-etl/weir/record"
+	"github.com/weir-etl/weir/transform"
 )
 
 // work is one poll batch on its way to a transform worker. A flush work item
@@ -62,6 +63,9 @@ type worker struct {
 	// the batch is done: they are released as Delivered together, one atomic
 	// add for a run of one poll batch's records instead of one a record.
 	drops checkpoint.AckSet
+	// eval is the filter chain's evaluation state, kept for a whole batch
+	// rather than taken from a pool for every record (filterBatch).
+	eval transform.Scratch
 }
 
 func newWorker(rt *runtime, idx int) *worker {
@@ -169,6 +173,7 @@ func (w *worker) filterBatch(fc *filterChain, b *connector.Batch) {
 	}
 	clear(recs[n:])
 	b.Records = recs[:n]
+	w.eval.Release()
 }
 
 // keep runs rec, which holds its reference, through fc's predicates, and
@@ -177,7 +182,13 @@ func (w *worker) keep(fc *filterChain, rec *record.Record) bool {
 	for k, p := range fc.preds {
 		i := fc.transforms[k]
 		w.trIn[i]++
-		ok, err := p.Keep(rec)
+		var ok bool
+		var err error
+		if sp := fc.scratch[k]; sp != nil {
+			ok, err = sp.KeepWith(&w.eval, rec)
+		} else {
+			ok, err = p.Keep(rec)
+		}
 		if err != nil {
 			ref := *refOf(rec)
 			*refOf(rec) = checkpoint.AckRef{}

@@ -11,7 +11,7 @@ type Filter struct {
 	conds [1]*Expr // cond, as decide takes it
 }
 
-var _ Predicate = (*Filter)(nil)
+var _ ScratchPredicate = (*Filter)(nil)
 
 // NewFilter compiles condition, which must give a bool (see CompileCondition).
 func NewFilter(condition string) (*Filter, error) {
@@ -33,10 +33,23 @@ func (f *Filter) Process(in *record.Record, out []record.Record) ([]record.Recor
 
 // Keep reports whether the condition holds for in (see Predicate).
 func (f *Filter) Keep(in *record.Record) (bool, error) {
-	var buf [1]int
 	e := getEnv()
-	kept, err := e.decide(in, f.conds[:], f.cond.p.Fields(), buf[:0])
+	keep, err := f.keep(e, in)
 	putEnv(e)
+	return keep, err
+}
+
+// KeepWith is Keep with the caller's evaluation state (see Scratch).
+func (f *Filter) KeepWith(s *Scratch, in *record.Record) (bool, error) {
+	if s.e == nil {
+		s.e = getEnv()
+	}
+	return f.keep(s.e, in)
+}
+
+func (f *Filter) keep(e *env, in *record.Record) (bool, error) {
+	var buf [1]int
+	kept, err := e.decide(in, f.conds[:], f.cond.p.Fields(), buf[:0])
 	return err == nil && len(kept) > 0, err
 }
 

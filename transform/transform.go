@@ -33,6 +33,30 @@ type Predicate interface {
 	Keep(in *record.Record) (bool, error)
 }
 
+// ScratchPredicate is a Predicate that can decide with evaluation state the
+// caller keeps (a Scratch), for a caller that decides many records in a row on
+// one goroutine: KeepWith(s, in) gives what Keep(in) gives, without taking
+// pooled state and giving it back for every record.
+type ScratchPredicate interface {
+	Predicate
+	KeepWith(s *Scratch, in *record.Record) (bool, error)
+}
+
+// Scratch is one goroutine's evaluation state for ScratchPredicate.KeepWith.
+// The zero Scratch is ready; it takes its state at the first use. Between
+// records it holds what it read of the last one: Release it when a run of
+// records is done, so that nothing of them stays reachable from it (it
+// takes new state at its next use). A Scratch is not safe for concurrent use.
+type Scratch struct{ e *env }
+
+// Release gives the state back; s may be used again.
+func (s *Scratch) Release() {
+	if s.e != nil {
+		putEnv(s.e)
+		s.e = nil
+	}
+}
+
 // Router is a transform with named outputs ("route"). Downstream components
 // name an output as "<route name>.<output name>".
 type Router interface {

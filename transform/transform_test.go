@@ -761,3 +761,37 @@ func evalObj(e *env, x *Expr, r *record.Record) (record.Value, error) {
 func hasRef(r *record.Record) bool {
 	return !reflect.ValueOf(r).Elem().FieldByName("ack").IsZero()
 }
+
+// TestKeepWithIsKeep checks that a filter decides the same with a Scratch
+// kept across records (the runtime's filter chain) as with pooled state for
+// each: kept, dropped, and a record error, with the Scratch released midway.
+func TestKeepWithIsKeep(t *testing.T) {
+	f, err := NewFilter(`id % 3 != 0 && name != "x"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := []string{
+		`{"id":1,"name":"a"}`, `{"id":3,"name":"a"}`, `{"id":4,"name":"x"}`,
+		`{"id":"seven","name":"a"}`, `{"name":"a"}`, `{"id":5}`, `[1]`, `{"id":8,"name":"b"}`,
+	}
+	var s Scratch
+	kept := 0
+	for i, v := range values {
+		a, b := record.New([]byte(v)), record.New([]byte(v))
+		want, werr := f.Keep(&a)
+		got, gerr := f.KeepWith(&s, &b)
+		if got != want || (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) {
+			t.Errorf("%s: KeepWith = %v, %v; Keep = %v, %v", v, got, gerr, want, werr)
+		}
+		if got {
+			kept++
+		}
+		if i == 3 {
+			s.Release()
+		}
+	}
+	s.Release()
+	if kept != 3 {
+		t.Errorf("kept %d of %d records, want 3 (ids 1, 5 and 8)", kept, len(values))
+	}
+}
