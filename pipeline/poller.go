@@ -178,6 +178,15 @@ func (s *sourceRunner) checkAndIssue(b *connector.Batch) (checkpoint.AckRef, str
 // issue gives b's records their references: ref, the batch's, and a clone per
 // record, the first reference to the last record.
 func (s *sourceRunner) issue(b *connector.Batch, ref checkpoint.AckRef, name string) {
+	n := len(b.Records)
+	// One atomic add for the batch, not one a record: the last record takes
+	// ref itself, the others a copy each of the n-1 references CloneN adds.
+	// No reference is released before the table entry below exists: the
+	// records are not handed on yet.
+	var c checkpoint.AckRef
+	if n > 1 {
+		c = ref.CloneN(n - 1)
+	}
 	var bytes int64
 	for i := range b.Records {
 		r := &b.Records[i]
@@ -188,6 +197,11 @@ func (s *sourceRunner) issue(b *connector.Batch, ref checkpoint.AckRef, name str
 		if r.Origin.Partition == "" {
 			r.Origin.Partition = name
 		}
+		if i < n-1 {
+			*refOf(r) = c
+		} else {
+			*refOf(r) = ref
+		}
 	}
 	// The table entry must exist before any reference is released: the
 	// checkpointer looks it up when it drains the resolution.
@@ -196,23 +210,12 @@ func (s *sourceRunner) issue(b *connector.Batch, ref checkpoint.AckRef, name str
 	s.inflightBatches.Add(1)
 	s.inflightBytes.Add(bytes)
 	s.mIssued.Inc()
-	s.mRecordsOut.Add(float64(len(b.Records)))
-	s.rt.totalIn.Add(int64(len(b.Records)))
-	s.poller.read += int64(len(b.Records))
-	n := len(b.Records)
+	s.mRecordsOut.Add(float64(n))
+	s.rt.totalIn.Add(int64(n))
+	s.poller.read += int64(n)
 	if n == 0 {
 		ref.Release(checkpoint.Delivered)
-		return
 	}
-	// One atomic add for the batch, not one a record: the last record takes
-	// ref itself, the others a copy each of the n-1 references CloneN adds.
-	if n > 1 {
-		c := ref.CloneN(n - 1)
-		for i := range n - 1 {
-			*refOf(&b.Records[i]) = c
-		}
-	}
-	*refOf(&b.Records[n-1]) = ref
 }
 
 // doRewinds seeks every partition the checkpointer asked to replay back to
