@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -141,4 +142,115 @@ func numOf(t testing.TB, v []byte, name string) int {
 		t.Fatalf("%s: member %s: %v", v, name, err)
 	}
 	return n
+}
+
+// countingMap is a map whose Process counts its calls; Apply, the in-place
+// path, is the map's own.
+type countingMap struct {
+	*transform.Map
+	processed *atomic.Int64
+}
+
+func (m countingMap) Process(in *record.Record, out []record.Record) ([]record.Record, error) {
+	m.processed.Add(1)
+	return m.Map.Process(in, out)
+}
+
+// Guarantee: a map in a line of filters and maps into one sink changes each
+// record where it lies in its batch, and the sink gets what the general path
+// gives it (the same graph with a second sink, a fan-out, takes that path):
+// the same values in each partition's order, the same counts, a record the
+// map drops delivered, and the record the map fails on dead-lettered as it
+// was read.
+func TestFilterChainRunsMapsInPlace(t *testing.T) {
+	const n, parts, failAt = 6000, 3, 1001
+	run := func(fanOut bool) (out []string, dead []string, rep *pipeline.Report, processed int64) {
+		t.Helper()
+		m, err := transform.NewMap(transform.MapConfig{
+			Set:    []transform.Assignment{{Field: "x", Expr: fmt.Sprintf(`seq %% 5 == 0 ? drop() : 100 / (seq - %d)`, failAt)}},
+			Rename: []transform.Rename{{From: "id", To: "ident"}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		odd, err := transform.NewFilter("seq % 2 == 1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var count atomic.Int64
+		sink, dl, other := &conformance.MemSink{}, &conformance.MemSink{}, &conformance.MemSink{}
+		sinks := []pipeline.SinkSpec{
+			{Name: "out", Inputs: []string{"m"}, Sink: sink, OnFailure: pipeline.DeadLetter, DeadLetter: "dl"},
+			{Name: "dl", Sink: dl},
+		}
+		if fanOut {
+			sinks = append(sinks, pipeline.SinkSpec{Name: "other", Inputs: []string{"m"}, Sink: other, OnFailure: pipeline.DeadLetter, DeadLetter: "dl"})
+		}
+		sp := fastSpec(gen(t, n, parts, 70), sinks...)
+		sp.Transforms = []pipeline.TransformSpec{
+			{Name: "odd", Inputs: []string{"gen"}, Transform: odd},
+			{Name: "m", Inputs: []string{"odd"}, Transform: countingMap{m, &count}},
+		}
+		if err := pipeline.Run(context.Background(), sp, quiet, pipeline.WithReport(func(r *pipeline.Report) { rep = r })); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range sink.Values() {
+			out = append(out, string(v))
+		}
+		for _, v := range dl.Values() {
+			dead = append(dead, string(v))
+		}
+		return out, dead, rep, count.Load()
+	}
+	chained, chainedDead, chainedRep, chainedProcessed := run(false)
+	general, generalDead, generalRep, generalProcessed := run(true)
+	if chainedProcessed != 0 {
+		t.Errorf("the map's Process ran %d times in the chain; it runs in place there", chainedProcessed)
+	}
+	if generalProcessed != n/2 {
+		t.Errorf("the map's Process ran %d times on the general path, want %d", generalProcessed, n/2)
+	}
+	// Order is kept within a partition, not across: compare by partition.
+	byPart := func(vals []string) [parts][]string {
+		var ps [parts][]string
+		for _, v := range vals {
+			id := numOf(t, []byte(v), "ident")
+			ps[id%parts] = append(ps[id%parts], v)
+		}
+		return ps
+	}
+	cp, gp := byPart(chained), byPart(general)
+	for p := range parts {
+		if !slices.Equal(cp[p], gp[p]) {
+			t.Errorf("partition %d: the chain wrote %d records, the general path %d; first %q and %q", p, len(cp[p]), len(gp[p]), first(cp[p]), first(gp[p]))
+		}
+	}
+	// seq 0..1999 in each partition: the filter keeps the odd ones, the map
+	// drops a fifth of them and fails on the one at failAt.
+	want := 0
+	for seq := range n / parts {
+		if seq%2 == 1 && seq%5 != 0 && seq != failAt {
+			want += parts
+		}
+	}
+	if len(chained) != want {
+		t.Errorf("the chain wrote %d records, want %d", len(chained), want)
+	}
+	if len(chainedDead) != parts || len(generalDead) != parts {
+		t.Errorf("dead letters: chain %d, general path %d, want %d each", len(chainedDead), len(generalDead), parts)
+	}
+	for _, d := range chainedDead {
+		if !strings.Contains(d, fmt.Sprintf(`"seq":%d}`, failAt)) || !strings.Contains(d, `"transform":"m"`) {
+			t.Errorf("dead letter %s is not the record the map failed on, as read", d)
+		}
+	}
+	for i := range chainedRep.Transforms {
+		c, g := chainedRep.Transforms[i], generalRep.Transforms[i]
+		if c.In != g.In || c.Out != g.Out || c.Rejected != g.Rejected {
+			t.Errorf("transform %s: chain %d in, %d out, %d rejected; general path %d, %d, %d", c.Name, c.In, c.Out, c.Rejected, g.In, g.Out, g.Rejected)
+		}
+	}
+	if c := chainedRep.Sources[0].Committed; c != n {
+		t.Errorf("committed %d of %d records: the dropped and dead-lettered ones are delivered", c, n)
+	}
 }

@@ -29,14 +29,23 @@ type graph struct {
 	filterChain []*filterChain
 }
 
-// filterChain is a source's straight path through predicates to one sink:
-// its worker filters each poll batch where it lies and hands the kept
-// records to the sink in the batch's own slice (worker.filterBatch).
+// filterChain is a source's straight path to one sink through filters and
+// maps: transforms that make at most one output of an input and can make it
+// where the input lies (transform.InPlace), or predicates (transform.Predicate,
+// which never change it). Its worker runs each poll batch through them where
+// it lies and hands the records kept to the sink in the batch's own slice
+// (worker.filterBatch).
 type filterChain struct {
-	transforms []int                        // in the order records pass them
-	preds      []transform.Predicate        // by position in transforms
-	scratch    []transform.ScratchPredicate // preds[k] when it is one, else nil
+	transforms []int       // in the order records pass them
+	steps      []chainStep // by position in transforms
 	sink       int
+}
+
+// chainStep is one transform of a filterChain: in place when it can be,
+// else a predicate.
+type chainStep struct {
+	ip transform.InPlace
+	p  transform.Predicate
 }
 type compiledTransform struct {
 	typ    string // the registered type, or ""
@@ -296,26 +305,27 @@ func (g *graph) downstream(i int, seen, reach []bool) {
 }
 
 // planFilterChains finds, for each source, whether its records go only
-// through a line of predicates (each one output, to exactly one next
-// component) into one sink, and records the line. A route, a transform that
-// is not a predicate, or a fan-out anywhere on the way leaves it nil.
+// through a line of filters and maps (in-place transforms or predicates, each
+// with one output, to exactly one next component) into one sink, and records
+// the line. A route, a transform that is neither (flat_map, a transform of
+// one's own with only Process), or a fan-out anywhere on the way leaves it
+// nil.
 func (g *graph) planFilterChains() {
 	g.filterChain = make([]*filterChain, len(g.sourceOut))
 	for s, outs := range g.sourceOut {
 		c := &filterChain{}
 		for len(outs) == 1 && !outs[0].sink {
 			ct := &g.transforms[outs[0].idx]
-			p, ok := ct.t.(transform.Predicate)
-			if !ok || ct.r != nil || len(ct.outs) != 1 {
+			ip, _ := ct.t.(transform.InPlace)
+			p, _ := ct.t.(transform.Predicate)
+			if (ip == nil && p == nil) || ct.r != nil || len(ct.outs) != 1 {
 				break
 			}
 			c.transforms = append(c.transforms, outs[0].idx)
-			c.preds = append(c.preds, p)
-			sp, _ := p.(transform.ScratchPredicate)
-			c.scratch = append(c.scratch, sp)
+			c.steps = append(c.steps, chainStep{ip: ip, p: p})
 			outs = ct.outs[0]
 		}
-		if len(c.preds) > 0 && len(outs) == 1 && outs[0].sink {
+		if len(c.steps) > 0 && len(outs) == 1 && outs[0].sink {
 			c.sink = outs[0].idx
 			g.filterChain[s] = c
 		}

@@ -155,10 +155,11 @@ func (w *worker) whole(i int, b *connector.Batch) {
 }
 
 // filterBatch runs the filter chain fc over the records of b where they lie:
-// a record every predicate keeps moves down over the dropped ones before it,
-// so that b keeps the kept records in their order, and nothing is copied
-// while nothing is dropped. A record dropped is delivered; one a predicate
-// fails on goes the way of that transform's rejects, as in apply.
+// a map changes a record in its slot, and a record every step keeps moves
+// down over the dropped ones before it, so that b keeps the kept records in
+// their order, and nothing is copied while nothing is dropped. A record
+// dropped is delivered; one a step fails on goes the way of that transform's
+// rejects, as in apply.
 func (w *worker) filterBatch(fc *filterChain, b *connector.Batch) {
 	recs := b.Records
 	n := 0
@@ -176,18 +177,18 @@ func (w *worker) filterBatch(fc *filterChain, b *connector.Batch) {
 	w.eval.Release()
 }
 
-// keep runs rec, which holds its reference, through fc's predicates, and
-// reports whether every one kept it; otherwise the reference is consumed.
+// keep runs rec, which holds its reference, through fc's steps, and reports
+// whether every one kept it; otherwise the reference is consumed.
 func (w *worker) keep(fc *filterChain, rec *record.Record) bool {
-	for k, p := range fc.preds {
+	for k, st := range fc.steps {
 		i := fc.transforms[k]
 		w.trIn[i]++
 		var ok bool
 		var err error
-		if sp := fc.scratch[k]; sp != nil {
-			ok, err = sp.KeepWith(&w.eval, rec)
+		if st.ip != nil {
+			ok, err = st.ip.Apply(&w.eval, rec)
 		} else {
-			ok, err = p.Keep(rec)
+			ok, err = st.p.Keep(rec)
 		}
 		if err != nil {
 			ref := *refOf(rec)

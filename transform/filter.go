@@ -11,7 +11,10 @@ type Filter struct {
 	conds [1]*Expr // cond, as decide takes it
 }
 
-var _ ScratchPredicate = (*Filter)(nil)
+var (
+	_ Predicate = (*Filter)(nil)
+	_ InPlace   = (*Filter)(nil)
+)
 
 // NewFilter compiles condition, which must give a bool (see CompileCondition).
 func NewFilter(condition string) (*Filter, error) {
@@ -39,8 +42,9 @@ func (f *Filter) Keep(in *record.Record) (bool, error) {
 	return keep, err
 }
 
-// KeepWith is Keep with the caller's evaluation state (see Scratch).
-func (f *Filter) KeepWith(s *Scratch, in *record.Record) (bool, error) {
+// Apply is Keep with the caller's evaluation state (see InPlace): a filter
+// never changes its input.
+func (f *Filter) Apply(s *Scratch, in *record.Record) (bool, error) {
 	if s.e == nil {
 		s.e = getEnv()
 	}

@@ -106,15 +106,36 @@ func NewMap(cfg MapConfig) (*Map, error) {
 	return m, nil
 }
 
+var _ InPlace = (*Map)(nil)
+
 // Process applies the map to in and appends it to out. A record whose value is
 // not a JSON object, or whose expression fails, is an error and in is left
 // as it was; the runtime rejects it.
 func (m *Map) Process(in *record.Record, out []record.Record) ([]record.Record, error) {
 	e := getEnv()
 	defer putEnv(e)
+	keep, err := m.apply(e, in)
+	if err != nil || !keep {
+		return out, err
+	}
+	return appendPassed(out, in), nil
+}
+
+// Apply changes in where it lies, as Process changes the output it appends
+// (see InPlace), with the caller's evaluation state.
+func (m *Map) Apply(s *Scratch, in *record.Record) (bool, error) {
+	if s.e == nil {
+		s.e = getEnv()
+	}
+	return m.apply(s.e, in)
+}
+
+// apply changes in, or reports false for a record the map drops. in is
+// changed only once every field was computed: on an error it is as it was.
+func (m *Map) apply(e *env, in *record.Record) (bool, error) {
 	o := &e.obj
 	if err := in.Index(o); err != nil {
-		return out, fmt.Errorf("transform: map: %w", err)
+		return false, fmt.Errorf("transform: map: %w", err)
 	}
 	le := e.lang
 	le.Bind(in, o)
@@ -125,13 +146,13 @@ func (m *Map) Process(in *record.Record, out []record.Record) ([]record.Record, 
 		v, err := le.Eval(s.x.p)
 		if err != nil {
 			if err == lang.ErrDrop {
-				return out, nil // dropped, as a filter drops
+				return false, nil // dropped, as a filter drops
 			}
-			return out, s.x.recordError(err)
+			return false, s.x.recordError(err)
 		}
 		if s.field == nil {
 			if err := replaceRoot(o, v); err != nil {
-				return out, fmt.Errorf("transform: map set $: %w", err)
+				return false, fmt.Errorf("transform: map set $: %w", err)
 			}
 			replaced = true
 			le.Slots(&m.fields) // every field may have changed
@@ -141,13 +162,13 @@ func (m *Map) Process(in *record.Record, out []record.Record) ([]record.Record, 
 		// changed, must not be shared by two fields: changing one would
 		// change both.
 		if err := s.field.set(o, lang.Own(v)); err != nil {
-			return out, err
+			return false, err
 		}
 		le.Forget(s.forget)
 	}
 	for _, r := range m.rename {
 		if err := rename(o, r.from, r.to); err != nil {
-			return out, err
+			return false, err
 		}
 	}
 	for _, p := range m.delete {
@@ -156,7 +177,7 @@ func (m *Map) Process(in *record.Record, out []record.Record) ([]record.Record, 
 	if o.Changed() || replaced {
 		in.Replace(e.written(o, len(in.Bytes())+32), true)
 	}
-	return appendPassed(out, in), nil
+	return true, nil
 }
 
 // replaceRoot makes o the object v: set: {$: ...} replaces the whole value.

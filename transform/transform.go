@@ -33,16 +33,19 @@ type Predicate interface {
 	Keep(in *record.Record) (bool, error)
 }
 
-// ScratchPredicate is a Predicate that can decide with evaluation state the
-// caller keeps (a Scratch), for a caller that decides many records in a row on
-// one goroutine: KeepWith(s, in) gives what Keep(in) gives, without taking
-// pooled state and giving it back for every record.
-type ScratchPredicate interface {
-	Predicate
-	KeepWith(s *Scratch, in *record.Record) (bool, error)
+// InPlace is a transform that makes at most one output of each input and
+// can make it where the input lies, for a caller that runs many records in a
+// row on one goroutine (the runtime's chains of filters and maps): Apply(s,
+// in) turns *in into the output Process would append and reports true, or
+// reports false where Process would append nothing (a filter's drop, a map's
+// drop()). On an error *in is as it was. s is the caller's evaluation state,
+// kept from one record to the next instead of taken from a pool for each.
+type InPlace interface {
+	Transform
+	Apply(s *Scratch, in *record.Record) (bool, error)
 }
 
-// Scratch is one goroutine's evaluation state for ScratchPredicate.KeepWith.
+// Scratch is one goroutine's evaluation state for InPlace.Apply.
 // The zero Scratch is ready; it takes its state at the first use. Between
 // records it holds what it read of the last one: Release it when a run of
 // records is done, so that nothing of them stays reachable from it (it

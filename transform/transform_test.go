@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -762,10 +763,10 @@ func hasRef(r *record.Record) bool {
 	return !reflect.ValueOf(r).Elem().FieldByName("ack").IsZero()
 }
 
-// TestKeepWithIsKeep checks that a filter decides the same with a Scratch
+// TestApplyIsKeep checks that a filter decides the same with a Scratch
 // kept across records (the runtime's filter chain) as with pooled state for
 // each: kept, dropped, and a record error, with the Scratch released midway.
-func TestKeepWithIsKeep(t *testing.T) {
+func TestApplyIsKeep(t *testing.T) {
 	f, err := NewFilter(`id % 3 != 0 && name != "x"`)
 	if err != nil {
 		t.Fatal(err)
@@ -779,9 +780,9 @@ func TestKeepWithIsKeep(t *testing.T) {
 	for i, v := range values {
 		a, b := record.New([]byte(v)), record.New([]byte(v))
 		want, werr := f.Keep(&a)
-		got, gerr := f.KeepWith(&s, &b)
+		got, gerr := f.Apply(&s, &b)
 		if got != want || (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) {
-			t.Errorf("%s: KeepWith = %v, %v; Keep = %v, %v", v, got, gerr, want, werr)
+			t.Errorf("%s: Apply = %v, %v; Keep = %v, %v", v, got, gerr, want, werr)
 		}
 		if got {
 			kept++
@@ -793,5 +794,64 @@ func TestKeepWithIsKeep(t *testing.T) {
 	s.Release()
 	if kept != 3 {
 		t.Errorf("kept %d of %d records, want 3 (ids 1, 5 and 8)", kept, len(values))
+	}
+}
+
+// TestMapApplyIsProcess checks that a map changes a record where it lies
+// exactly as Process changes the output it appends, with one Scratch across
+// records: the value, byte for byte; a drop(); and an error, after which the
+// record is as it was (the runtime dead-letters the record the map saw).
+func TestMapApplyIsProcess(t *testing.T) {
+	m, err := NewMap(MapConfig{
+		Set: []Assignment{
+			{Field: "total", Expr: `qty * price`},
+			{Field: "x", Expr: `qty < 0 ? drop() : "kept"`},
+		},
+		Rename: []Rename{{From: "tag", To: "label"}},
+		Delete: []string{"tmp"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := []string{
+		`{"qty":2,"price":5,"tag":"a","tmp":1}`,
+		`{"qty":-1,"price":5}`,
+		`{"qty":"two","price":5}`,
+		`{ "price" : 7 , "qty" : 3 ,"tag":"\u00e9"}`,
+		`[1,2]`,
+		`{"qty":1,"price":1e400}`,
+	}
+	var s Scratch
+	defer s.Release()
+	changed := 0
+	for _, v := range values {
+		a, b := record.New([]byte(v)), record.New([]byte(v))
+		out, perr := m.Process(&a, nil)
+		keep, aerr := m.Apply(&s, &b)
+		if (perr == nil) != (aerr == nil) || (perr != nil && perr.Error() != aerr.Error()) {
+			t.Errorf("%s: Apply error %v, Process error %v", v, aerr, perr)
+		}
+		if keep != (len(out) == 1) {
+			t.Errorf("%s: Apply kept %v, Process gave %d outputs", v, keep, len(out))
+		}
+		switch {
+		case keep && len(out) == 1:
+			if !bytes.Equal(b.Bytes(), out[0].Bytes()) {
+				t.Errorf("%s: Apply made %s, Process %s", v, b.Bytes(), out[0].Bytes())
+			}
+			if !bytes.Equal(b.Original(), []byte(v)) {
+				t.Errorf("%s: Apply lost the value read: Original() = %s", v, b.Original())
+			}
+			if string(b.Bytes()) != v {
+				changed++
+			}
+		case aerr != nil:
+			if string(b.Bytes()) != v {
+				t.Errorf("%s: Apply failed (%v) and left the record changed: %s", v, aerr, b.Bytes())
+			}
+		}
+	}
+	if changed != 2 {
+		t.Errorf("%d records changed, want 2", changed)
 	}
 }
