@@ -156,15 +156,30 @@ func (m countingMap) Process(in *record.Record, out []record.Record) ([]record.R
 	return m.Map.Process(in, out)
 }
 
-// Guarantee: a map in a line of filters and maps into one sink changes each
-// record where it lies in its batch, and the sink gets what the general path
-// gives it (the same graph with a second sink, a fan-out, takes that path):
-// the same values in each partition's order, the same counts, a record the
-// map drops delivered, and the record the map fails on dead-lettered as it
-// was read.
+// processOnly hides everything of a transform but Process: a graph with it
+// takes the general path.
+type processOnly struct{ t transform.Transform }
+
+func (p processOnly) Process(in *record.Record, out []record.Record) ([]record.Record, error) {
+	return p.t.Process(in, out)
+}
+
+// Guarantee: a map in a line of filters and maps into sinks changes each
+// record where it lies in its batch, and every sink gets what the general
+// path gives it (the same graph with the map's in-place path hidden): the
+// same values in each partition's order, the same counts, a record the map
+// drops delivered, and the record the map fails on dead-lettered as it was
+// read. With two sinks, the second gets a copy of the batch's records, each
+// with a reference of its own: the run commits to the end only if every
+// reference is released once.
 func TestFilterChainRunsMapsInPlace(t *testing.T) {
 	const n, parts, failAt = 6000, 3, 1001
-	run := func(fanOut bool) (out []string, dead []string, rep *pipeline.Report, processed int64) {
+	type result struct {
+		out, other, dead []string
+		rep              *pipeline.Report
+		processed        int64
+	}
+	run := func(chain bool) result {
 		t.Helper()
 		m, err := transform.NewMap(transform.MapConfig{
 			Set:    []transform.Assignment{{Field: "x", Expr: fmt.Sprintf(`seq %% 5 == 0 ? drop() : 100 / (seq - %d)`, failAt)}},
@@ -178,37 +193,38 @@ func TestFilterChainRunsMapsInPlace(t *testing.T) {
 			t.Fatal(err)
 		}
 		var count atomic.Int64
+		var mt transform.Transform = countingMap{m, &count}
+		if !chain {
+			mt = processOnly{mt}
+		}
 		sink, dl, other := &conformance.MemSink{}, &conformance.MemSink{}, &conformance.MemSink{}
-		sinks := []pipeline.SinkSpec{
-			{Name: "out", Inputs: []string{"m"}, Sink: sink, OnFailure: pipeline.DeadLetter, DeadLetter: "dl"},
-			{Name: "dl", Sink: dl},
-		}
-		if fanOut {
-			sinks = append(sinks, pipeline.SinkSpec{Name: "other", Inputs: []string{"m"}, Sink: other, OnFailure: pipeline.DeadLetter, DeadLetter: "dl"})
-		}
-		sp := fastSpec(gen(t, n, parts, 70), sinks...)
+		sp := fastSpec(gen(t, n, parts, 70),
+			pipeline.SinkSpec{Name: "out", Inputs: []string{"m"}, Sink: sink, OnFailure: pipeline.DeadLetter, DeadLetter: "dl"},
+			pipeline.SinkSpec{Name: "other", Inputs: []string{"m"}, Sink: other, OnFailure: pipeline.DeadLetter, DeadLetter: "dl"},
+			pipeline.SinkSpec{Name: "dl", Sink: dl})
 		sp.Transforms = []pipeline.TransformSpec{
 			{Name: "odd", Inputs: []string{"gen"}, Transform: odd},
-			{Name: "m", Inputs: []string{"odd"}, Transform: countingMap{m, &count}},
+			{Name: "m", Inputs: []string{"odd"}, Transform: mt},
 		}
-		if err := pipeline.Run(context.Background(), sp, quiet, pipeline.WithReport(func(r *pipeline.Report) { rep = r })); err != nil {
+		var r result
+		if err := pipeline.Run(context.Background(), sp, quiet, pipeline.WithReport(func(rep *pipeline.Report) { r.rep = rep })); err != nil {
 			t.Fatal(err)
 		}
-		for _, v := range sink.Values() {
-			out = append(out, string(v))
+		strs := func(vs [][]byte) (out []string) {
+			for _, v := range vs {
+				out = append(out, string(v))
+			}
+			return out
 		}
-		for _, v := range dl.Values() {
-			dead = append(dead, string(v))
-		}
-		return out, dead, rep, count.Load()
+		r.out, r.other, r.dead, r.processed = strs(sink.Values()), strs(other.Values()), strs(dl.Values()), count.Load()
+		return r
 	}
-	chained, chainedDead, chainedRep, chainedProcessed := run(false)
-	general, generalDead, generalRep, generalProcessed := run(true)
-	if chainedProcessed != 0 {
-		t.Errorf("the map's Process ran %d times in the chain; it runs in place there", chainedProcessed)
+	chained, general := run(true), run(false)
+	if chained.processed != 0 {
+		t.Errorf("the map's Process ran %d times in the chain; it runs in place there", chained.processed)
 	}
-	if generalProcessed != n/2 {
-		t.Errorf("the map's Process ran %d times on the general path, want %d", generalProcessed, n/2)
+	if general.processed != n/2 {
+		t.Errorf("the map's Process ran %d times on the general path, want %d", general.processed, n/2)
 	}
 	// Order is kept within a partition, not across: compare by partition.
 	byPart := func(vals []string) [parts][]string {
@@ -219,12 +235,6 @@ func TestFilterChainRunsMapsInPlace(t *testing.T) {
 		}
 		return ps
 	}
-	cp, gp := byPart(chained), byPart(general)
-	for p := range parts {
-		if !slices.Equal(cp[p], gp[p]) {
-			t.Errorf("partition %d: the chain wrote %d records, the general path %d; first %q and %q", p, len(cp[p]), len(gp[p]), first(cp[p]), first(gp[p]))
-		}
-	}
 	// seq 0..1999 in each partition: the filter keeps the odd ones, the map
 	// drops a fifth of them and fails on the one at failAt.
 	want := 0
@@ -233,24 +243,35 @@ func TestFilterChainRunsMapsInPlace(t *testing.T) {
 			want += parts
 		}
 	}
-	if len(chained) != want {
-		t.Errorf("the chain wrote %d records, want %d", len(chained), want)
+	for _, c := range []struct {
+		name             string
+		chained, general []string
+	}{{"out", chained.out, general.out}, {"other", chained.other, general.other}} {
+		cp, gp := byPart(c.chained), byPart(c.general)
+		for p := range parts {
+			if !slices.Equal(cp[p], gp[p]) {
+				t.Errorf("sink %s, partition %d: the chain wrote %d records, the general path %d; first %q and %q", c.name, p, len(cp[p]), len(gp[p]), first(cp[p]), first(gp[p]))
+			}
+		}
+		if len(c.chained) != want {
+			t.Errorf("sink %s: the chain wrote %d records, want %d", c.name, len(c.chained), want)
+		}
 	}
-	if len(chainedDead) != parts || len(generalDead) != parts {
-		t.Errorf("dead letters: chain %d, general path %d, want %d each", len(chainedDead), len(generalDead), parts)
+	if len(chained.dead) != parts || len(general.dead) != parts {
+		t.Errorf("dead letters: chain %d, general path %d, want %d each", len(chained.dead), len(general.dead), parts)
 	}
-	for _, d := range chainedDead {
+	for _, d := range chained.dead {
 		if !strings.Contains(d, fmt.Sprintf(`"seq":%d}`, failAt)) || !strings.Contains(d, `"transform":"m"`) {
 			t.Errorf("dead letter %s is not the record the map failed on, as read", d)
 		}
 	}
-	for i := range chainedRep.Transforms {
-		c, g := chainedRep.Transforms[i], generalRep.Transforms[i]
+	for i := range chained.rep.Transforms {
+		c, g := chained.rep.Transforms[i], general.rep.Transforms[i]
 		if c.In != g.In || c.Out != g.Out || c.Rejected != g.Rejected {
 			t.Errorf("transform %s: chain %d in, %d out, %d rejected; general path %d, %d, %d", c.Name, c.In, c.Out, c.Rejected, g.In, g.Out, g.Rejected)
 		}
 	}
-	if c := chainedRep.Sources[0].Committed; c != n {
-		t.Errorf("committed %d of %d records: the dropped and dead-lettered ones are delivered", c, n)
+	if c := chained.rep.Sources[0].Committed; c != n {
+		t.Errorf("committed %d of %d records: every reference, the copies' too, is released once", c, n)
 	}
 }

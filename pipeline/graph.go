@@ -29,16 +29,16 @@ type graph struct {
 	filterChain []*filterChain
 }
 
-// filterChain is a source's straight path to one sink through filters and
+// filterChain is a source's straight path to its sinks through filters and
 // maps: transforms that make at most one output of an input and can make it
 // where the input lies (transform.InPlace), or predicates (transform.Predicate,
 // which never change it). Its worker runs each poll batch through them where
-// it lies and hands the records kept to the sink in the batch's own slice
-// (worker.filterBatch).
+// it lies and hands the records kept to the last sink in the batch's own
+// slice, and to each other sink a copy (worker.filterBatch, copyTo).
 type filterChain struct {
 	transforms []int       // in the order records pass them
 	steps      []chainStep // by position in transforms
-	sink       int
+	sinks      []int       // where the last one's output goes: sinks only
 }
 
 // chainStep is one transform of a filterChain: in place when it can be,
@@ -306,10 +306,10 @@ func (g *graph) downstream(i int, seen, reach []bool) {
 
 // planFilterChains finds, for each source, whether its records go only
 // through a line of filters and maps (in-place transforms or predicates, each
-// with one output, to exactly one next component) into one sink, and records
-// the line. A route, a transform that is neither (flat_map, a transform of
-// one's own with only Process), or a fan-out anywhere on the way leaves it
-// nil.
+// with one output, to exactly one next component) into sinks only, and
+// records the line. A route, a transform that is neither (flat_map, a
+// transform of one's own with only Process), or a fan-out before the last
+// transform or to a transform leaves it nil.
 func (g *graph) planFilterChains() {
 	g.filterChain = make([]*filterChain, len(g.sourceOut))
 	for s, outs := range g.sourceOut {
@@ -325,8 +325,17 @@ func (g *graph) planFilterChains() {
 			c.steps = append(c.steps, chainStep{ip: ip, p: p})
 			outs = ct.outs[0]
 		}
-		if len(c.steps) > 0 && len(outs) == 1 && outs[0].sink {
-			c.sink = outs[0].idx
+		if len(c.steps) == 0 || len(outs) == 0 {
+			continue
+		}
+		for _, o := range outs {
+			if !o.sink {
+				c.sinks = nil
+				break
+			}
+			c.sinks = append(c.sinks, o.idx)
+		}
+		if len(c.sinks) > 0 {
 			g.filterChain[s] = c
 		}
 	}

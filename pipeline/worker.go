@@ -106,7 +106,11 @@ func (w *worker) batch(src *sourceRunner, b *connector.Batch, gen uint64) {
 		w.whole(outs[0].idx, b)
 	case fc != nil && w.tap == nil: // a tap samples each transform's output: the general path
 		w.filterBatch(fc, b)
-		w.whole(fc.sink, b)
+		last := len(fc.sinks) - 1
+		for _, k := range fc.sinks[:last] {
+			w.copyTo(k, b.Records)
+		}
+		w.whole(fc.sinks[last], b)
 	default:
 		for i := range b.Records {
 			w.emit(outs, b.Records[i])
@@ -151,6 +155,38 @@ func (w *worker) whole(i int, b *connector.Batch) {
 		p := w.rt.chunks.get()
 		*p, b.Records = b.Records, (*p)[:0]
 		w.out[i] = p
+	}
+}
+
+// copyTo hands sink k a copy of recs, records of one poll batch that hold
+// their references, each copy with a reference of its own: one atomic add
+// for the run of records that share the first one's batch (all of them, as
+// a filter chain leaves them). The copies share the records' bytes and
+// decoded fields, as emit's do when every target is a sink: sinks only read.
+func (w *worker) copyTo(k int, recs []record.Record) {
+	if len(recs) == 0 {
+		return
+	}
+	p := w.out[k]
+	if p == nil {
+		p = w.rt.chunks.get()
+		*p = (*p)[:0]
+		w.out[k] = p
+	}
+	start := len(*p)
+	*p = append(*p, recs...)
+	first := *refOf(&recs[0])
+	same := 0
+	for i := start; i < len(*p); i++ {
+		switch r := refOf(&(*p)[i]); {
+		case *r == first:
+			same++
+		case !r.IsZero():
+			*r = r.Clone()
+		}
+	}
+	if same > 0 && !first.IsZero() {
+		first.CloneN(same)
 	}
 }
 
