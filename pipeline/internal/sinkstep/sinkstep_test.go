@@ -163,6 +163,10 @@ func (e *isoEnv) isolate() []string {
 	iso := NewIsolation(len(e.recs), e.bounded)
 	var v IsoView
 	tries := 0
+	// Halving n records down to the failing ones takes at most 2n-1 tries;
+	// a step that never ends (a wrong comparison) is a failure at once, not
+	// a test that runs until it times out.
+	limit := 4*len(e.recs) + 16
 	for {
 		v.Left, v.Stopping = len(e.recs), e.stopAfter >= 0 && tries >= e.stopAfter
 		rd := iso.Step(v)
@@ -176,6 +180,9 @@ func (e *isoEnv) isolate() []string {
 			continue
 		}
 		tries++
+		if tries > limit {
+			return append(out, fmt.Sprintf("no end after %d tries of %d records", limit, len(e.recs)))
+		}
 		part := slices.Clone(e.recs[:rd.N])
 		if i := slices.Index(part, e.reject); i >= 0 {
 			part = slices.Delete(part, i, i+1)
