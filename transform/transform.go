@@ -40,6 +40,9 @@ type Predicate interface {
 // reports false where Process would append nothing (a filter's drop, a map's
 // drop()). On an error *in is as it was. s is the caller's evaluation state,
 // kept from one record to the next instead of taken from a pool for each.
+// Unlike Process, Apply (and Predicate's Keep) sees the record with its
+// acknowledgement reference still on it, which no transform can reach: the
+// runtime releases it when the record is dropped.
 type InPlace interface {
 	Transform
 	Apply(s *Scratch, in *record.Record) (bool, error)
