@@ -21,6 +21,7 @@ type group struct {
 
 	positions []connector.GroupPosition // from GroupPositions; the runtime's claim for this group
 	seq       uint64                    // sealing order, for the persister's chain (see chain)
+	turn      *turn                     // a sealed group's place in the order of COPYs (see ahead.go); nil otherwise
 }
 
 // partKey names a source partition.
@@ -41,6 +42,7 @@ func (g *group) reset() {
 	g.last = 0
 	g.positions = g.positions[:0]
 	g.seq = 0
+	g.turn = nil
 }
 
 func (g *group) rows() int { return len(g.ends) }

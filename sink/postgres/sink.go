@@ -35,9 +35,10 @@ type Sink struct {
 	pool      *pgxpool.Pool
 
 	// The sink's goroutine only.
-	enc     *encoder
-	cur     *group
-	sealSeq uint64 // the last sequence number given to a sealed group
+	enc      *encoder
+	cur      *group
+	sealSeq  uint64        // the last sequence number given to a sealed group
+	lastTurn chan struct{} // the turn's done of the last sealed group (see ahead.go)
 
 	chain chain  // between Seal/Abort and the persister
 	bad   badSet // refused records, found by the persister, rejected by Write
@@ -47,6 +48,16 @@ type Sink struct {
 
 	knownMu sync.Mutex
 	known   map[partKey]bool // partitions with a positions row
+
+	// Sealed groups copying ahead (see ahead.go): a slot each, max_conns-1
+	// slots (none with one connection).
+	aheadSlots chan struct{}
+	aheadMu    sync.Mutex
+	aheads     map[*ahead]struct{}
+	aheadWG    sync.WaitGroup
+	// Groups committed on the connection that copied them ahead, and
+	// groups copied ahead that then went the classic way.
+	aheadCommitted, aheadAgain atomic.Int64
 
 	// For Describe, counted per group.
 	rows, txs, skipped, refused atomic.Int64
@@ -89,6 +100,7 @@ func New(name string, cfg *Config) (*Sink, error) {
 		enc:       newEncoder(cfg.Columns),
 		cur:       &group{},
 		known:     map[partKey]bool{},
+		aheads:    map[*ahead]struct{}{},
 		// A sink is given no logger by the runtime: it logs to the
 		// default logger, which the command line sets.
 		log: slog.Default().With("sink", name),
@@ -97,6 +109,9 @@ func New(name string, cfg *Config) (*Sink, error) {
 		s.pipeline = table.String()
 	}
 	s.bad.seed = maphash.MakeSeed()
+	if cfg.MaxConns > 1 {
+		s.aheadSlots = make(chan struct{}, cfg.MaxConns-1)
+	}
 	return s, nil
 }
 
@@ -467,16 +482,30 @@ func (s *Sink) noteKnown(g *group) {
 // Flush commits the current group in one transaction and starts a new one.
 // It returns nil only after COMMIT returned.
 func (s *Sink) Flush(ctx context.Context) error {
-	if err := s.persist(ctx, s.cur); err != nil {
+	if err := s.persist(ctx, s.cur, nil); err != nil {
 		return err
 	}
 	s.cur.reset()
 	return nil
 }
 
-// persist commits g and counts it.
-func (s *Sink) persist(ctx context.Context, g *group) error {
-	out, err := s.commit(ctx, g)
+// persist commits g and counts it: on the connection a copied ahead, when
+// that transaction can commit, otherwise the classic way.
+func (s *Sink) persist(ctx context.Context, g *group, a *ahead) error {
+	var out commitOutcome
+	var err error
+	ok := false
+	if a != nil {
+		out, ok, err = s.commitAhead(ctx, g, a)
+		if ok && err == nil {
+			s.aheadCommitted.Add(1)
+		} else if !ok {
+			s.aheadAgain.Add(1)
+		}
+	}
+	if !ok {
+		out, err = s.commit(ctx, g)
+	}
 	if err != nil {
 		return err
 	}
@@ -488,13 +517,16 @@ func (s *Sink) persist(ctx context.Context, g *group) error {
 }
 
 // Seal hands the current group over for its transaction and starts a new one
-// at once: the next group is encoded while the server commits this one.
+// at once: the next group is encoded while the server commits this one. The
+// sealed group's rows are copied ahead of its Persist when a connection is
+// free for it (see ahead.go).
 func (s *Sink) Seal(context.Context) (connector.SealedGroup, error) {
 	g := s.cur
 	s.sealSeq++
 	g.seq = s.sealSeq
+	g.turn = s.nextTurn()
 	s.cur = s.newGroup()
-	return &sealed{s: s, g: g}, nil
+	return &sealed{s: s, g: g, ahead: s.copyAhead(g)}, nil
 }
 
 func (s *Sink) newGroup() *group {
@@ -519,9 +551,10 @@ func (s *Sink) release(g *group) {
 // goroutine but the chain, the refused set and the free list, which are
 // safe for concurrent use.
 type sealed struct {
-	s    *Sink
-	g    *group
-	done bool
+	s     *Sink
+	g     *group
+	ahead *ahead // the group's transaction begun by Seal, or nil
+	done  bool
 }
 
 // Persist commits the group in one transaction and returns nil only after
@@ -529,11 +562,17 @@ type sealed struct {
 // failed (see chain).
 func (sg *sealed) Persist(ctx context.Context) error {
 	seq := sg.g.seq
+	// Whatever happens, the groups sealed after this one may copy once
+	// this Persist is over.
+	defer sg.g.turn.copied()
 	if err := sg.s.chain.begin(seq); err != nil {
+		sg.endAhead()
 		sg.s.chain.end(seq, err)
 		return sg.s.wrap("persist", err)
 	}
-	err := sg.s.persist(ctx, sg.g)
+	a := sg.ahead
+	sg.ahead = nil // persist ends it
+	err := sg.s.persist(ctx, sg.g, a)
 	sg.s.chain.end(seq, err)
 	if err == nil {
 		sg.done = true
@@ -545,11 +584,21 @@ func (sg *sealed) Persist(ctx context.Context) error {
 // Discard forgets the group: its transaction was rolled back, so nothing of
 // it is in the table.
 func (sg *sealed) Discard(context.Context) error {
+	sg.endAhead()
 	if !sg.done {
+		sg.g.turn.copied()
 		sg.done = true
 		sg.s.release(sg.g)
 	}
 	return nil
+}
+
+// endAhead rolls back the group's transaction begun by Seal, if still open.
+func (sg *sealed) endAhead() {
+	if sg.ahead != nil {
+		sg.ahead.end()
+		sg.ahead = nil
+	}
 }
 
 // Abort discards the current group. A failed transaction left nothing in
@@ -562,6 +611,7 @@ func (s *Sink) Abort(context.Context) error {
 
 // Close closes the connections.
 func (s *Sink) Close(context.Context) error {
+	s.endAhead()
 	if s.pool != nil {
 		s.pool.Close()
 	}

@@ -171,7 +171,45 @@ func (s *Sink) commit(ctx context.Context, g *group) (commitOutcome, error) {
 	}
 	defer conn.Release()
 
-	keeping := s.keepPositions()
+	stored, err := s.lockPositions(ctx, conn, g, true)
+	if err != nil {
+		s.rollback(conn)
+		return out, s.wrap("beginning the transaction", err)
+	}
+	s.at("begun")
+
+	sel := s.selectRows(g, stored)
+	out.rows = g.rows()
+	if sel != nil {
+		out.rows = len(sel)
+	}
+	out.skipped = g.rows() - out.rows
+	if out.rows > 0 {
+		err := s.writeRows(ctx, conn, g, sel, false)
+		g.turn.copied()
+		if err != nil {
+			s.rollback(conn)
+			return out, s.refusedOrPlain(ctx, conn, g, sel, err)
+		}
+	}
+	g.turn.copied()
+	s.at("rows-copied")
+	return out, s.finish(ctx, conn, g, sel)
+}
+
+// lockPositions sends, in one round trip, BEGIN (when begin is set; and in
+// upsert mode the staging table's creation), the placeholder positions rows
+// of partitions written the first time, and the SELECT … FOR UPDATE of the
+// group's positions rows, and returns the positions read.
+func (s *Sink) lockPositions(ctx context.Context, conn *pgxpool.Conn, g *group, begin bool) (map[partKey]int64, error) {
+	b := &pgx.Batch{}
+	if begin {
+		b.Queue("BEGIN")
+		if s.upsert {
+			b.Queue(s.sql.createStage)
+		}
+	}
+	var stored map[partKey]int64
 	// Records without an origin (built by hand, not read by a source) have
 	// no position to fence them with.
 	var srcs, parts []string
@@ -180,13 +218,7 @@ func (s *Sink) commit(ctx context.Context, g *group) (commitOutcome, error) {
 			srcs, parts = append(srcs, p.key.source), append(parts, p.key.partition)
 		}
 	}
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	if s.upsert {
-		b.Queue(s.sql.createStage)
-	}
-	var stored map[partKey]int64
-	if keeping && len(parts) > 0 {
+	if s.keepPositions() && len(parts) > 0 {
 		if us, up := s.unknown(g); len(up) > 0 {
 			// A positions row to lock even for a partition written for the
 			// first time, so two writers of it cannot both miss each other.
@@ -207,33 +239,23 @@ func (s *Sink) commit(ctx context.Context, g *group) (commitOutcome, error) {
 			return rows.Err()
 		})
 	}
+	if b.Len() == 0 {
+		return nil, nil
+	}
 	bctx, cancel := context.WithTimeout(ctx, s.callTimeout())
-	err = conn.SendBatch(bctx, b).Close()
-	cancel()
-	if err != nil {
-		s.rollback(conn)
-		return out, s.wrap("beginning the transaction", err)
-	}
-	s.at("begun")
+	defer cancel()
+	return stored, conn.SendBatch(bctx, b).Close()
+}
 
-	sel := s.selectRows(g, stored)
-	out.rows = g.rows()
-	if sel != nil {
-		out.rows = len(sel)
-	}
-	out.skipped = g.rows() - out.rows
-	if out.rows > 0 {
-		if err := s.writeRows(ctx, conn, g, sel, false); err != nil {
-			s.rollback(conn)
-			return out, s.refusedOrPlain(ctx, conn, g, sel, err)
-		}
-	}
-
-	s.at("rows-copied")
+// finish stores the group's positions and commits, in one round trip, the
+// group's rows (sel of them, or all for nil) being written in the open
+// transaction.
+func (s *Sink) finish(ctx context.Context, conn *pgxpool.Conn, g *group, sel []int) error {
 	if err := s.unsafeSplitPositions(ctx, conn); err != nil {
-		return out, err
+		return err
 	}
-	b = &pgx.Batch{}
+	b := &pgx.Batch{}
+	keeping := s.keepPositions()
 	if keeping && len(g.positions) > 0 {
 		ps, pp, pn := s.positionArgs(g.positions)
 		b.Queue(s.sql.store, s.pipeline, s.name, ps, pp, pn)
@@ -243,22 +265,22 @@ func (s *Sink) commit(ctx context.Context, g *group) (commitOutcome, error) {
 		tag = ct.String()
 		return nil
 	})
-	bctx, cancel = context.WithTimeout(ctx, s.callTimeout())
-	err = conn.SendBatch(bctx, b).Close()
+	bctx, cancel := context.WithTimeout(ctx, s.callTimeout())
+	err := conn.SendBatch(bctx, b).Close()
 	cancel()
 	if err != nil {
 		s.rollback(conn)
 		// A deferred constraint fails at COMMIT: that is a row's fault too.
-		return out, s.refusedOrPlain(ctx, conn, g, sel, err)
+		return s.refusedOrPlain(ctx, conn, g, sel, err)
 	}
 	if tag != "COMMIT" {
-		return out, s.wrap("committing", fmt.Errorf("the server answered %q to COMMIT: the transaction was rolled back", tag))
+		return s.wrap("committing", fmt.Errorf("the server answered %q to COMMIT: the transaction was rolled back", tag))
 	}
 	if keeping {
 		s.noteKnown(g)
 	}
 	s.at("committed")
-	return out, nil
+	return nil
 }
 
 // selectRows returns the rows of g that stored positions do not cover, or nil
