@@ -33,7 +33,7 @@ type Config struct {
 	Pipeline       string `yaml:"pipeline" doc:"The name the stored positions are filed under, with the sink's and the source's names; empty means schema.table. Changing it forgets the positions (records are written again)."`
 	PositionsTable string `yaml:"positions_table" doc:"The table of stored positions, [schema.]name; created when missing. It is written in the same transaction as the rows."`
 
-	MaxConns         int           `yaml:"max_conns" doc:"The most connections the sink holds open."`
+	MaxConns         int           `yaml:"max_conns" doc:"The most connections the sink holds open. Sealed groups copy their rows ahead of their commit on up to max_conns - 1 of them; 1 turns that off."`
 	ConnectTimeout   time.Duration `yaml:"connect_timeout" doc:"How long the sink waits at start for the server to answer, retrying with backoff and logging each failure, before it fails (exit code 3). Bad credentials, a missing database or a refused certificate fail at once. Each attempt, and each connection the sink opens later, takes at most 10s of it."`
 	StatementTimeout time.Duration `yaml:"statement_timeout" doc:"The most time one statement may take, set as the session's statement_timeout; the client gives up on a server that does not answer shortly after."`
 	MaxGroupRecords  int           `yaml:"max_group_records" doc:"The most rows one transaction may hold: a group beyond it fails with an error saying to lower batch.max_records."`
