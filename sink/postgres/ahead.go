@@ -216,8 +216,11 @@ func (s *Sink) commitAhead(ctx context.Context, g *group, a *ahead) (out commitO
 	defer conn.Release()
 	stored, err := s.lockPositions(ctx, conn, g, false)
 	if err != nil {
+		// The transaction waited long enough for the server to end it
+		// (idle_in_transaction_session_timeout, a terminated backend), or
+		// the server is gone: the classic way tells the two apart.
 		s.rollback(conn)
-		return out, true, s.wrap("beginning the transaction", err)
+		return out, false, nil
 	}
 	s.at("begun")
 	if s.selectRows(g, stored) != nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/internal/testkit/pgtest"
@@ -202,5 +203,76 @@ func TestCopyAheadNeedsTwoConnections(t *testing.T) {
 	}
 	if got := queryStrings(t, conn, "SELECT count(*)::text FROM single"); got[0] != "200" {
 		t.Fatalf("table holds %s rows, want 200", got[0])
+	}
+}
+
+// A copy ahead whose connection the server ended while it waited (a
+// terminated backend, idle_in_transaction_session_timeout) costs nothing but
+// the copy: Persist writes the group the classic way.
+func TestCopyAheadConnectionEnded(t *testing.T) {
+	db := pgtest.Database(t)
+	conn := pgtest.Connect(t, db)
+	s := seqTable(t, db, "ended", 4)
+	g := sealRange(t, s, 0, 100)
+	var ended bool
+	for i := 0; i < 500 && !ended; i++ {
+		if err := conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) > 0 FROM pg_stat_activity
+			WHERE application_name = 'weir sink db' AND state = 'idle in transaction' AND datname = current_database()`).Scan(&ended); err != nil {
+			t.Fatal(err)
+		}
+		if !ended {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if !ended {
+		t.Fatal("found no transaction copied ahead to end")
+	}
+	if err := g.Persist(ctx); err != nil {
+		t.Fatalf("Persist after the server ended the copy's connection: %v", err)
+	}
+	if c, again := postgres.AheadCounts(s); c != 0 || again != 1 {
+		t.Fatalf("%d committed as copied ahead, %d copied again; want 0 and 1", c, again)
+	}
+	if got := queryStrings(t, conn, "SELECT count(*)::text FROM ended"); got[0] != "100" {
+		t.Fatalf("table holds %s rows, want 100", got[0])
+	}
+}
+
+// While a group's Persist searches it for refused rows, the group sealed
+// after it does not copy: its rows could hold a key the search's COPY would
+// then wait for, while that group waits for the Persist before it (a wait
+// the server cannot see, ended only by statement_timeout). Here the first
+// group's offset 5 is refused (the key is in the table already) and the
+// second group holds offset 7, which the first group's search writes.
+func TestCopyAheadWaitsForTheSearch(t *testing.T) {
+	db := pgtest.Database(t)
+	conn := pgtest.Connect(t, db)
+	exec(t, conn, `CREATE TABLE uniq (off bigint PRIMARY KEY); INSERT INTO uniq VALUES (5)`)
+	s := newSink(t, db, func(c *postgres.Config) {
+		c.Table = "uniq"
+		c.StatementTimeout = 3 * time.Second
+		c.Columns = []postgres.Column{{Name: "off", Type: "bigint"}}
+	})
+	g1 := sealRange(t, s, 0, 10)
+	vals := []string{`{"off":7}`, `{"off":100}`}
+	if err := s.Write(ctx, recsAt("q", 0, vals...)); err != nil {
+		t.Fatal(err)
+	}
+	s.GroupPositions([]connector.GroupPosition{{Source: "in", Partition: "q", Position: 2}})
+	g2, err := s.Seal(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Had the search waited for the second group's row, statement_timeout
+	// would have ended it with the search unfinished.
+	err = g1.Persist(ctx)
+	if err == nil || !strings.Contains(err.Error(), "refused 1 row") {
+		t.Fatalf("Persist of the first group: %v; want its refused row found", err)
+	}
+	if err := g2.Discard(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := postgres.OpenConns(s); n != 0 {
+		t.Fatalf("%d connections in use after both groups ended", n)
 	}
 }

@@ -185,9 +185,10 @@ func (s *Sink) commit(ctx context.Context, g *group) (commitOutcome, error) {
 	}
 	out.skipped = g.rows() - out.rows
 	if out.rows > 0 {
-		err := s.writeRows(ctx, conn, g, sel, false)
-		g.turn.copied()
-		if err != nil {
+		if err := s.writeRows(ctx, conn, g, sel, false); err != nil {
+			// The turn stays until the search for refused rows is over
+			// (Persist ends it): a later group's COPY could otherwise hold
+			// a key the search's COPY must wait for.
 			s.rollback(conn)
 			return out, s.refusedOrPlain(ctx, conn, g, sel, err)
 		}
