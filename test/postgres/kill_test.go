@@ -27,7 +27,7 @@ var killSeed = flag.Uint64("pgkill.seed", 0, "seed of the kill schedule (0: deri
 
 const (
 	killFiles        = 4
-	killLinesPerFile = 1 << 18 // 4 × 262,144 ≈ 1.05M lines
+	killLinesPerFile = 1 << 19 // 4 × 524,288 ≈ 2.1M lines
 	// Kills land uniformly between minKillDelay and a bound after each
 	// start; a start (process, pool, table check) takes about 100 ms of it.
 	// The bound follows the progress, so that the job is not done before
@@ -283,7 +283,7 @@ func (sc *killScenario) tally() tally {
 	return count(sc.t, sc.conn, "ev", killFiles*killLinesPerFile, killKeepSQL)
 }
 
-// Exactly-once under SIGKILL: about 1M lines, at least 20 kills at random
+// Exactly-once under SIGKILL: about 2M lines, at least 20 kills at random
 // moments, then a clean run; the table holds every expected row exactly once.
 func TestKillExactlyOnce(t *testing.T) {
 	sc := newKillScenario(t, buildWeir(t, ""), nil)
