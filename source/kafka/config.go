@@ -51,6 +51,11 @@ type Config struct {
 	// SessionTimeout is how long the group waits for a silent member before
 	// it takes its partitions away.
 	SessionTimeout time.Duration `yaml:"session_timeout" doc:"How long the group waits for a silent member before it takes its partitions away (they are then lost, not revoked)."`
+	// HeartbeatInterval is how often the member tells the group it is alive.
+	// It must be below SessionTimeout, or the group expires the member
+	// between two heartbeats; a third of it or less leaves room for a
+	// heartbeat or two to come late or be lost.
+	HeartbeatInterval time.Duration `yaml:"heartbeat_interval" doc:"How often the member tells the group it is alive; below session_timeout, best a third of it or less."`
 	// RebalanceTimeout is how long a rebalance waits for members to give up
 	// their partitions. It must cover the pipeline's drain timeout: the
 	// partitions a rebalance revokes drain together, their in-flight batches
@@ -61,15 +66,20 @@ type Config struct {
 	InstanceID string `yaml:"instance_id" doc:"Makes the member static (KIP-345): a restart within session_timeout gets its partitions back without a rebalance."`
 }
 
+// defaultHeartbeatInterval is the heartbeat_interval of NewConfig, the
+// client's own default.
+const defaultHeartbeatInterval = 3 * time.Second
+
 // NewConfig returns a Config with the defaults filled in.
 func NewConfig() *Config {
 	return &Config{
-		Conn:             kafkaclient.DefaultConn(),
-		StartFrom:        "earliest",
-		Balancer:         "cooperative-sticky",
-		MaxPollRecords:   10000,
-		SessionTimeout:   45 * time.Second,
-		RebalanceTimeout: 60 * time.Second,
+		Conn:              kafkaclient.DefaultConn(),
+		StartFrom:         "earliest",
+		Balancer:          "cooperative-sticky",
+		MaxPollRecords:    10000,
+		SessionTimeout:    45 * time.Second,
+		HeartbeatInterval: defaultHeartbeatInterval,
+		RebalanceTimeout:  60 * time.Second,
 	}
 }
 
@@ -117,6 +127,14 @@ func (c *Config) Validate() error {
 	}
 	if c.SessionTimeout < time.Second {
 		add("session_timeout", "%v is too short: use at least 1s (the default is 45s)", c.SessionTimeout)
+	}
+	switch {
+	case c.HeartbeatInterval < 100*time.Millisecond:
+		add("heartbeat_interval", "%v is too short: use at least 100ms (the default is %v)", c.HeartbeatInterval, defaultHeartbeatInterval)
+	case c.SessionTimeout >= time.Second && c.HeartbeatInterval >= c.SessionTimeout:
+		// Compared only with a valid session_timeout, which has its own error.
+		add("heartbeat_interval", "%v is not below session_timeout %v: the group would expire the member between two heartbeats; use a third of session_timeout or less (%v)",
+			c.HeartbeatInterval, c.SessionTimeout, (c.SessionTimeout / 3).Truncate(time.Millisecond))
 	}
 	if c.RebalanceTimeout < time.Second {
 		add("rebalance_timeout", "%v is too short: use at least 1s (the default is 60s)", c.RebalanceTimeout)

@@ -207,6 +207,7 @@ func (s *Source) opts() ([]kgo.Opt, error) {
 		kgo.FetchMaxPartitionBytes(ra.partitionBytes),
 		kgo.MaxConcurrentFetches(ra.fetches),
 		kgo.SessionTimeout(c.SessionTimeout),
+		kgo.HeartbeatInterval(c.HeartbeatInterval),
 		kgo.RebalanceTimeout(c.RebalanceTimeout),
 		kgo.OnPartitionsRevoked(s.onRevoked),
 		kgo.OnPartitionsLost(s.onLost),

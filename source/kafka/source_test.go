@@ -476,6 +476,9 @@ func TestConfigValidate(t *testing.T) {
 		{"max_poll_records", func(c *kafka.Config) { c.MaxPollRecords = 0 }},
 		{"fetch_max_bytes", func(c *kafka.Config) { c.FetchMaxBytes = -1 }},
 		{"session_timeout", func(c *kafka.Config) { c.SessionTimeout = 0 }},
+		{"heartbeat_interval", func(c *kafka.Config) { c.HeartbeatInterval = 99 * time.Millisecond }},
+		{"heartbeat_interval", func(c *kafka.Config) { c.HeartbeatInterval = c.SessionTimeout }},
+		{"heartbeat_interval", func(c *kafka.Config) { c.SessionTimeout = 2 * time.Second }}, // the default 3s heartbeat
 		{"rebalance_timeout", func(c *kafka.Config) { c.RebalanceTimeout = time.Millisecond }},
 	} {
 		c := ok()
@@ -496,6 +499,54 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if _, err := kafka.New("in", c); err == nil || !strings.HasPrefix(err.Error(), "kafka: source in: ") {
 		t.Errorf("New with a bad config = %v, want an error prefixed with the source", err)
+	}
+
+	// The heartbeat's bounds: 100ms, and anything below session_timeout.
+	for _, hb := range []time.Duration{100 * time.Millisecond, 2*time.Second - time.Millisecond} {
+		c := ok()
+		c.SessionTimeout, c.HeartbeatInterval = 2*time.Second, hb
+		if err := c.Validate(); err != nil {
+			t.Errorf("heartbeat_interval %v under session_timeout 2s: %v", hb, err)
+		}
+	}
+	c = ok()
+	c.SessionTimeout = 2 * time.Second
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "heartbeat_interval: 3s is not below session_timeout 2s") || !strings.Contains(err.Error(), "666ms") {
+		t.Errorf("the default heartbeat under a 2s session: %v, want it named with the fix, a third of the session", err)
+	}
+}
+
+// The source's client heartbeats at heartbeat_interval, the client's own 3s
+// by default, and with the session_timeout configured.
+func TestHeartbeatIntervalReachesTheClient(t *testing.T) {
+	c := kafkatest.Fake(t, "t", 1)
+	for _, tc := range []struct {
+		session, heartbeat  time.Duration // zero: NewConfig's
+		wantSession, wantHB time.Duration
+	}{
+		{0, 0, 45 * time.Second, 3 * time.Second},
+		{2 * time.Second, 500 * time.Millisecond, 2 * time.Second, 500 * time.Millisecond},
+	} {
+		ctx := testCtx(t)
+		cfg := kafka.NewConfig()
+		cfg.Brokers = c.ListenAddrs()
+		cfg.Group = "g"
+		cfg.Topics = []string{"t"}
+		if tc.session != 0 {
+			cfg.SessionTimeout, cfg.HeartbeatInterval = tc.session, tc.heartbeat
+		}
+		src, err := kafka.New("in", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := src.Open(ctx, kafkatest.NewHost()); err != nil {
+			t.Fatal(err)
+		}
+		session, hb := kafka.ClientOpt(src, kgo.SessionTimeout), kafka.ClientOpt(src, kgo.HeartbeatInterval)
+		_ = src.Close(context.Background())
+		if session != tc.wantSession || hb != tc.wantHB {
+			t.Errorf("client session timeout %v, heartbeat interval %v; want %v and %v", session, hb, tc.wantSession, tc.wantHB)
+		}
 	}
 }
 
