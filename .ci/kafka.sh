@@ -52,6 +52,9 @@ SASL_USER=weir
 # LAYOUT changes whenever the listeners or the format change; a state
 # directory with another layout is formatted again.
 LAYOUT="weir-kafka-layout-2 $KAFKA_VERSION $SASL_PORT $TLS_PORT $MTLS_PORT $SASL_TLS_PORT"
+# SETTINGS changes whenever a broker setting changes that needs no new
+# format; a broker running with other settings is restarted on its state.
+SETTINGS="weir-kafka-settings-1 group.min.session.timeout.ms=1000"
 
 home="$WEIR_CACHE/kafka-$KAFKA_VERSION"
 libs="$home/libs"
@@ -217,6 +220,7 @@ configure() {
 	chmod 600 "$props"
 	cat >"$props" <<EOF
 # $LAYOUT
+# $SETTINGS
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@$HOST:$CONTROLLER_PORT
@@ -253,6 +257,10 @@ share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 # Tests start consumers right after the broker; no need to wait for more members.
 group.initial.rebalance.delay.ms=0
+# Sessions as short as weir's session_timeout allows (1s; the broker's
+# default least is 6s): the exactly-once chaos tests use 2s sessions, so
+# that a member stopped for a few seconds is evicted from its group.
+group.min.session.timeout.ms=1000
 # Keep test data small on disk.
 log.segment.bytes=67108864
 EOF
@@ -321,9 +329,10 @@ answers() {
 
 start() {
 	# A broker started with another layout's properties (an older version of
-	# this script, even on state formatted by this one) lacks the listeners.
-	if running && ! grep -qxF "# $LAYOUT" "$props" 2>/dev/null; then
-		say "the running broker is from another layout; restarting it"
+	# this script, even on state formatted by this one) lacks the listeners;
+	# one started with other settings, the settings the tests count on.
+	if running && ! { grep -qxF "# $LAYOUT" "$props" && grep -qxF "# $SETTINGS" "$props"; } 2>/dev/null; then
+		say "the running broker is from another layout or has other settings; restarting it"
 		stop
 	fi
 	if running; then
