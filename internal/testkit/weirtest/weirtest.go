@@ -1,6 +1,6 @@
 // Package weirtest holds what the end-to-end tests (test/...) share to run
-// the real weir binary: building it, collecting what it writes, waiting for
-// what only its output shows.
+// the real weir binary: building it, starting and signalling it, collecting
+// what it writes, waiting for what only its output shows.
 package weirtest
 
 import (
@@ -62,6 +62,49 @@ func BuildMain(tags string) (bin string, cleanup func(), err error) {
 		return "", nil, err
 	}
 	return bin, func() { os.RemoveAll(dir) }, nil
+}
+
+// Binaries builds the binary once per set of build tags for a package's
+// tests, which share what it built: a kill loop and its unsafe variant
+// need two binaries, not one per test. The zero value is ready; it is safe
+// for concurrent use, and builds one at a time (go build keeps every core
+// busy by itself). TestMain calls Remove after the tests.
+type Binaries struct {
+	mu   sync.Mutex
+	dir  string
+	bins map[string]string // by build tags
+}
+
+// Build returns the binary built with tags (comma-separated, or ""),
+// building it on the first call for them. It fails t when the build fails.
+func (b *Binaries) Build(t testing.TB, tags string) string {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if bin, ok := b.bins[tags]; ok {
+		return bin
+	}
+	if b.dir == "" {
+		d, err := os.MkdirTemp("", "weir-e2e-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.dir = d
+		b.bins = map[string]string{}
+	}
+	bin := Build(t, b.dir, tags)
+	b.bins[tags] = bin
+	return bin
+}
+
+// Remove removes the binaries built. A Build after it builds again.
+func (b *Binaries) Remove() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.dir != "" {
+		os.RemoveAll(b.dir)
+	}
+	b.dir, b.bins = "", nil
 }
 
 // BuildError is a failed build of the binary.
@@ -143,4 +186,12 @@ func WaitRunning(t testing.TB, name, logPath string, from int64) {
 		b = b[from:]
 		return bytes.Contains(b, []byte(`msg="metrics listening"`)) || bytes.Contains(b, []byte(`"msg":"metrics listening"`))
 	})
+}
+
+// Tail returns the last n lines of the file at path ("" when it cannot be
+// read): a failure shows how the run ended without the whole log.
+func Tail(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
