@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,16 +24,21 @@ import (
 )
 
 // The source's part of every Kafka pipeline here: a consumer group member
-// with the shortest session the broker allows, so that a stopped member's
-// partitions move within seconds; the map adds a field computed from the id.
+// with a 2 s session (the CI broker allows 1 s, .ci/kafka.sh) and a
+// heartbeat four times as often, so that a member stopped for a few seconds
+// is evicted and its partitions move; its client id names the process and
+// its start (WEIR_MEMBER), so that the group's description says which
+// member is which. The map adds a field computed from the id.
 const kafkaSourceYAML = `
 sources:
   in:
     type: kafka
     brokers: [%[1]q]
+    client_id: ${WEIR_MEMBER}
     group: %[2]s
     topics: [%[3]s]
-    session_timeout: 6s
+    session_timeout: 2s
+    heartbeat_interval: 500ms
     rebalance_timeout: 20s
     max_poll_records: %[4]d
 transforms:
@@ -98,6 +104,7 @@ type chaos struct {
 	parts   int32
 	n       int
 	members map[string]*proc
+	starts  map[string]int // how many times each member was started
 	// produced is how many records of the input are in the topic.
 	produced int
 	// upfront produces the whole input before the members start, and
@@ -107,13 +114,21 @@ type chaos struct {
 	upfront, onMarker bool
 	markers           []string // the sink types whose markers the kills wait for, in turn
 	kills, stops      int
+	// evictions counts the SIGSTOP cycles during which the broker evicted
+	// the stopped member: the group's description stopped listing it.
+	evictions int
 }
+
+// maxStop bounds a SIGSTOP cycle, three sessions: a stopped member is let
+// run again once the broker has evicted it and the other member holds
+// every partition, or after this long.
+const maxStop = 6 * time.Second
 
 // newChaos prepares the pipeline; poll is the source's max_poll_records, and
 // so about the size of the sinks' groups (a group takes whole poll batches).
 func newChaos(t *testing.T, bin string, env []string, n, poll int, sinks func(brokers []string) string) *chaos {
 	brokers := kafkatest.Brokers(t)
-	c := &chaos{t: t, bin: bin, env: env, brokers: brokers, cl: kafkatest.Client(t, brokers), parts: 8, n: n, members: map[string]*proc{}}
+	c := &chaos{t: t, bin: bin, env: env, brokers: brokers, cl: kafkatest.Client(t, brokers), parts: 8, n: n, members: map[string]*proc{}, starts: map[string]int{}}
 	c.in = kafkatest.CreateTopic(ctx, t, c.cl, "eo-in", c.parts)
 	c.group = "weir-eo-" + filepath.Base(c.in)
 	dir := t.TempDir()
@@ -153,7 +168,14 @@ func (c *chaos) produce(to int) {
 }
 
 func (c *chaos) start(name string) {
-	c.members[name] = startWeir(c.t, c.bin, c.cfg, name, append([]string{"WEIR_TXN_ID=eo-" + filepath.Base(c.in) + "-" + name}, c.env...))
+	c.starts[name]++
+	env := []string{"WEIR_TXN_ID=eo-" + filepath.Base(c.in) + "-" + name, "WEIR_MEMBER=" + c.clientID(name)}
+	c.members[name] = startWeir(c.t, c.bin, c.cfg, name, append(env, c.env...))
+}
+
+// clientID is the client id of member name's latest start: "a-1", "a-2"...
+func (c *chaos) clientID(name string) string {
+	return fmt.Sprintf("%s-%d", name, c.starts[name])
 }
 
 // unsafeMarker is the line the unsafe_eos variants write between their two
@@ -194,12 +216,167 @@ func (c *chaos) committed() int64 {
 	return n
 }
 
+// groupView is what the broker says of the group: its state and its
+// members, by client id, each with the number of input partitions it is
+// assigned.
+type groupView struct {
+	state   string
+	members []groupMember
+}
+
+type groupMember struct {
+	client string
+	parts  int
+}
+
+func (g groupView) String() string {
+	var b strings.Builder
+	b.WriteString(g.state)
+	for i, m := range g.members {
+		b.WriteString([]string{": ", ", "}[min(i, 1)])
+		fmt.Fprintf(&b, "%s holds %d", m.client, m.parts)
+	}
+	return b.String()
+}
+
+// holds reports whether the group is stable with exactly the members
+// clients, in any order, each assigned some of the parts partitions and
+// all of them assigned.
+func (g groupView) holds(parts int32, clients ...string) bool {
+	if g.state != "Stable" || len(g.members) != len(clients) {
+		return false
+	}
+	total := 0
+	for _, m := range g.members {
+		if m.parts == 0 || !slices.Contains(clients, m.client) {
+			return false
+		}
+		total += m.parts
+	}
+	return total == int(parts)
+}
+
+// lists reports whether client is a member of the group.
+func (g groupView) lists(client string) bool { return g.partsOf(client) >= 0 }
+
+// partsOf returns the number of input partitions member client is
+// assigned, or -1 if the group does not list it.
+func (g groupView) partsOf(client string) int {
+	for _, m := range g.members {
+		if m.client == client {
+			return m.parts
+		}
+	}
+	return -1
+}
+
+// describe asks the broker about the group.
+func (c *chaos) describe() (groupView, error) {
+	gs, err := kadm.NewClient(c.cl).DescribeGroups(ctx, c.group)
+	if err != nil {
+		return groupView{}, err
+	}
+	d, err := gs.On(c.group, nil)
+	if err != nil {
+		return groupView{}, err
+	}
+	g := groupView{state: d.State}
+	for _, m := range d.Members {
+		n := 0
+		if a, ok := m.Assigned.AsConsumer(); ok {
+			for _, tp := range a.Topics {
+				if tp.Topic == c.in {
+					n += len(tp.Partitions)
+				}
+			}
+		}
+		g.members = append(g.members, groupMember{m.ClientID, n})
+	}
+	return g, nil
+}
+
+// waitGroup asks the broker about the group every 100 ms until cond holds
+// of what it says, or d passes, and returns the last answer and whether
+// cond held.
+func (c *chaos) waitGroup(d time.Duration, cond func(groupView) bool) (groupView, bool) {
+	deadline := time.Now().Add(d)
+	for {
+		g, err := c.describe()
+		if err == nil && cond(g) {
+			return g, true
+		}
+		if err != nil {
+			g.state = err.Error()
+		}
+		if time.Now().After(deadline) {
+			return g, false
+		}
+		time.Sleep(100 * time.Millisecond) // polling the broker, which notifies nobody
+	}
+}
+
+// stop plays one SIGSTOP cycle on member name, or on the other member if
+// only that one holds partitions. The stop waits until the broker shows a
+// stable group of both members as started last, the one stopped holding
+// partitions: not one still joining, nor one whose last start the group
+// has not seen. The member is evicted when its session expires: the
+// group no longer lists it. It is let run again once the other member
+// holds all the partitions (plus a random moment, so that it resumes at
+// different points of the other's takeover), or after maxStop, and goes
+// on as a zombie: whatever it had in flight must be fenced. stop returns
+// the name of the member it stopped.
+func (c *chaos) stop(name string, rng *rand.Rand) string {
+	t := c.t
+	ids := map[string]string{"a": c.clientID("a"), "b": c.clientID("b")}
+	g, ok := c.waitGroup(time.Minute, func(g groupView) bool {
+		a, b := g.partsOf(ids["a"]), g.partsOf(ids["b"])
+		return g.state == "Stable" && len(g.members) == 2 && a >= 0 && b >= 0 && a+b > 0
+	})
+	if !ok {
+		t.Fatalf("the group did not settle with members %s and %s within a minute: %v", ids["a"], ids["b"], g)
+	}
+	other := map[string]string{"a": "b", "b": "a"}
+	if g.partsOf(ids[name]) == 0 {
+		name = other[name]
+	}
+	victim, survivor := ids[name], ids[other[name]]
+	p := c.members[name]
+	_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+	stopped := time.Now()
+	evicted := time.Duration(-1)
+	g, moved := c.waitGroup(maxStop, func(g groupView) bool {
+		if evicted < 0 && g.lists(survivor) && !g.lists(victim) {
+			evicted = time.Since(stopped)
+		}
+		return g.holds(c.parts, survivor)
+	})
+	if moved {
+		time.Sleep(time.Duration(rng.Int64N(int64(time.Second))))
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	d := time.Since(stopped).Round(time.Millisecond)
+	switch {
+	case evicted < 0:
+		t.Logf("%s stopped for %v: the broker did not evict it; the group then %v", victim, d, g)
+	case !moved:
+		t.Logf("%s stopped for %v: evicted after %v; its partitions had not moved to %s: %v", victim, d, evicted.Round(time.Millisecond), survivor, g)
+	default:
+		t.Logf("%s stopped for %v: evicted after %v; the group then %v", victim, d, evicted.Round(time.Millisecond), g)
+	}
+	if evicted >= 0 {
+		c.evictions++
+	}
+	c.stops++
+	return name
+}
+
 // run starts member a, then b (a rebalance), then plays kills SIGKILLs and
-// stops SIGSTOP cycles (each longer than the session timeout: the stopped
-// member's partitions move to the other, and it goes on as a zombie when it
-// is let run again) at random members and moments while the input is
-// produced, and finally lets both run until the group has committed the
-// whole input, and stops them with SIGTERM.
+// stops SIGSTOP cycles (see stop: the stopped member is evicted, its
+// partitions move to the other, and it goes on as a zombie when it is let
+// run again) at random members and moments while the input is produced, and
+// finally lets both run until the group has committed the whole input, and
+// stops them with SIGTERM. At least one SIGSTOP cycle must have evicted its
+// member, or the zombies went untested.
 func (c *chaos) run(kills, stops int) {
 	t := c.t
 	s := seed(t)
@@ -235,12 +412,12 @@ func (c *chaos) run(kills, stops int) {
 			time.Sleep(time.Duration(rng.Int64N(int64(500 * time.Millisecond))))
 			c.start(name)
 		case "stop":
-			_ = p.cmd.Process.Signal(syscall.SIGSTOP)
-			time.Sleep(8 * time.Second)
-			_ = p.cmd.Process.Signal(syscall.SIGCONT)
-			c.stops++
+			name = c.stop(name, rng)
 		}
 		t.Logf("%s %s at %v (%d of the input committed)", ev, name, time.Since(start).Round(time.Millisecond), c.committed())
+	}
+	if c.stops > 0 && c.evictions == 0 {
+		t.Errorf("none of the %d SIGSTOP cycles saw the broker evict the stopped member within %v: no member ran on as a zombie, and the test checked less than it claims", c.stops, maxStop)
 	}
 	c.produce(c.n)
 	for name, p := range c.members {
@@ -271,7 +448,7 @@ func (c *chaos) run(kills, stops int) {
 	if c.onMarker {
 		t.Logf("the unsafe variants paused between their two steps %d times", markers)
 	}
-	t.Logf("%d SIGKILLs, %d SIGSTOP cycles in %v; %d log lines of fenced commits; a's summary:\n%s", c.kills, c.stops, time.Since(start).Round(time.Second), fenced, tail(c.members["a"].log, 8))
+	t.Logf("%d SIGKILLs, %d SIGSTOP cycles (%d evicted the member) in %v; %d log lines of fenced commits; a's summary:\n%s", c.kills, c.stops, c.evictions, time.Since(start).Round(time.Second), fenced, tail(c.members["a"].log, 8))
 }
 
 // outputCount is what a read_committed consumer found in the output.
