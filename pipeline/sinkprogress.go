@@ -63,6 +63,13 @@ type partProgress struct {
 	src  *sourceRunner
 	part checkpoint.Partition
 	gen  uint64 // the assignment it belongs to (sourceRunner.gens)
+	// name is the partition's name in that assignment, from its records'
+	// origin. The id alone does not name it for long: a lost or revoked
+	// partition's id goes to the next new partition once the checkpointer
+	// forgot it, while the sink may still hold a group of its records, and
+	// the positions stored with that group must name the partition the
+	// records came from.
+	name string
 	// loaded is false until a PositionKeeper's stored position was read;
 	// always true for other sinks.
 	loaded bool
@@ -100,6 +107,13 @@ type partProgress struct {
 
 func newPartProgress(gen uint64, durable checkpoint.Position, loaded bool) *partProgress {
 	return &partProgress{gen: gen, loaded: loaded, durable: durable, accepted: durable}
+}
+
+// current reports whether pp's assignment is its id's current one: the
+// partition was not given up since (or given up and its id given to another).
+func (pp *partProgress) current() bool {
+	_, gen := pp.src.partInfo(pp.part)
+	return gen == pp.gen
 }
 
 // posRange is the positions [first, end) of a delivered chunk.
@@ -282,7 +296,7 @@ func (s *sinkRunner) progressOf(ctx context.Context, c *chunk, recs []record.Rec
 			s.settleAll(ctx)
 		}
 		pp = newPartProgress(c.gen, 0, s.keeper == nil)
-		pp.src, pp.part = src, c.part
+		pp.src, pp.part, pp.name = src, c.part, recs[0].Origin.Partition
 		s.prog[src.idx][c.part] = pp
 	}
 	first := checkpoint.Position(recs[0].Origin.Offset)
@@ -354,7 +368,7 @@ func (s *sinkRunner) settleAll(ctx context.Context) {
 // loadStored reads a PositionKeeper's stored position of pp's partition,
 // retrying within the sink's RetrySettings. It reports whether it succeeded.
 func (s *sinkRunner) loadStored(ctx context.Context, pp *partProgress) bool {
-	name := pp.src.partName(pp.part)
+	name := pp.name
 	r := s.spec.Retry
 	backoff := r.InitialBackoff
 	start := time.Now()
@@ -404,7 +418,10 @@ func (s *sinkRunner) holdRejected(rec *record.Record) {
 	if int(p) >= len(s.prog[src.idx]) || s.prog[src.idx][p] == nil {
 		return
 	}
-	s.prog[src.idx][p].hold(checkpoint.Position(rec.Origin.Offset))
+	if pp := s.prog[src.idx][p]; pp.name == rec.Origin.Partition {
+		// (Not a later assignment of the id to another partition's.)
+		pp.hold(checkpoint.Position(rec.Origin.Offset))
+	}
 }
 
 // keptPosition is a position given to a PositionKeeper with a group, noted
@@ -435,12 +452,14 @@ func (s *sinkRunner) givePositions(entries []progressEntry, kept []keptPosition)
 	s.gpos = s.gpos[:0]
 	for i := range kept {
 		pp := kept[i].pp
-		if len(pp.holds) > 0 {
+		if len(pp.holds) > 0 && pp.current() {
+			// The committed positions are the id's: its current
+			// assignment's. A partition given up keeps its holds.
 			pp.release(pp.src.committedOf(pp.part))
 		}
 		pos := max(pp.stored, pp.keepPosition(pp.groupEnd))
 		kept[i].pos = pos
-		s.gpos = append(s.gpos, connector.GroupPosition{Source: pp.src.spec.Name, Partition: pp.src.partName(pp.part), Position: pos})
+		s.gpos = append(s.gpos, connector.GroupPosition{Source: pp.src.spec.Name, Partition: pp.name, Position: pos})
 	}
 	s.keeper.GroupPositions(s.gpos)
 	return kept
@@ -464,7 +483,7 @@ func (s *sinkRunner) givePartPositions(rest []record.Record, kept []keptPosition
 	s.gpos = s.gpos[:0]
 	for i := range kept {
 		pp := kept[i].pp
-		name := pp.src.partName(pp.part)
+		name := pp.name
 		for j := range rest {
 			r := &rest[j]
 			if r.Origin.Source == pp.src.spec.Name && r.Origin.Partition == name {
