@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/weir-etl/weir/internal/testkit/pgtest"
+	"github.com/weir-etl/weir/internal/testkit/weirtest"
 )
 
 // forgetYAML is file → postgres in mode once, insert mode, no key: a record
@@ -57,7 +58,7 @@ type forgetRun struct {
 
 func newForgetRun(t *testing.T, files, lines int) *forgetRun {
 	t.Helper()
-	r := &forgetRun{t: t, bin: buildWeir(t, ""), dir: t.TempDir(), db: pgtest.Database(t), src: "in", sink: "db"}
+	r := &forgetRun{t: t, bin: bins.Build(t, ""), dir: t.TempDir(), db: pgtest.Database(t), src: "in", sink: "db"}
 	in := filepath.Join(r.dir, "input")
 	if err := os.MkdirAll(in, 0o755); err != nil {
 		t.Fatal(err)
@@ -108,11 +109,11 @@ func (r *forgetRun) run(args ...string) {
 	case <-time.After(2 * time.Minute):
 		_ = cmd.Process.Kill()
 		<-done
-		r.t.Fatalf("run %d did not finish within 2 minutes:\n%s", r.runs, tail(logPath, 20))
+		r.t.Fatalf("run %d did not finish within 2 minutes:\n%s", r.runs, weirtest.Tail(logPath, 20))
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) || err != nil {
-		r.t.Fatalf("run %d: %v\n%s", r.runs, err, tail(logPath, 20))
+		r.t.Fatalf("run %d: %v\n%s", r.runs, err, weirtest.Tail(logPath, 20))
 	}
 	passwordIn(r.t, logPath)
 }

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -54,7 +53,7 @@ metrics: { address: "127.0.0.1:0" } # its "metrics listening" line says a proces
 // timeout, with offsets committed up to 2 s behind what its sink stored).
 // The table ends with every record exactly once.
 func TestKafkaRebalanceExactlyOnce(t *testing.T) {
-	c := kafkaRebalance(t, buildWeir(t, ""), nil)
+	c := kafkaRebalance(t, bins.Build(t, ""), nil)
 	if c.missing != 0 || c.duplicates() != 0 || c.unexpected != 0 {
 		t.Fatalf("%d missing, %d duplicates, %d unexpected rows; want 0, 0, 0", c.missing, c.duplicates(), c.unexpected)
 	}
@@ -64,7 +63,7 @@ func TestKafkaRebalanceExactlyOnce(t *testing.T) {
 // process wrote after its last offset commit are written again, and the test
 // counts them.
 func TestKafkaUnsafeVariantIsCaught(t *testing.T) {
-	c := kafkaRebalance(t, buildWeir(t, "unsafe_positions"), []string{"WEIR_UNSAFE_POSITIONS=1"})
+	c := kafkaRebalance(t, bins.Build(t, "unsafe_positions"), []string{"WEIR_UNSAFE_POSITIONS=1"})
 	if c.missing != 0 {
 		t.Fatalf("%d rows missing: even the unsafe variant is at-least-once", c.missing)
 	}
@@ -106,27 +105,20 @@ func kafkaRebalance(t *testing.T, bin string, env []string) tally {
 	b := startWeir(t, bin, cfg, "b", env)
 	weirtest.WaitFor(t, "half of the records in the table", time.Minute, func() bool { return rows() >= total/2 })
 	t.Logf("killing a with %d rows in the table", rows())
-	_ = a.cmd.Process.Signal(syscall.SIGKILL)
-	<-a.done
+	a.Kill()
 	var c tally
 	weirtest.WaitFor(t, "every record in the table", 2*time.Minute, func() bool {
 		c = count(t, conn, "ev", int(total), "true")
 		return c.missing == 0
 	})
 	// a may have written every record before b caught signals.
-	weirtest.WaitRunning(t, "b", b.log, b.from)
-	_ = b.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-b.done:
-	case <-time.After(time.Minute):
-		t.Fatal("b did not stop after SIGTERM")
-	}
-	if b.err != nil {
-		t.Errorf("b exited with %v:\n%s", b.err, tail(b.log, 20))
+	weirtest.WaitRunning(t, "b", b.Log, b.From)
+	if err := b.Stop(t, time.Minute); err != nil {
+		t.Errorf("b exited with %v:\n%s", err, weirtest.Tail(b.Log, 20))
 	}
 	c = count(t, conn, "ev", int(total), "true")
-	t.Logf("%d rows, %d distinct, %d missing; b's summary:\n%s", c.rows, c.distinct, c.missing, tail(b.log, 6))
-	passwordIn(t, a.log, b.log)
+	t.Logf("%d rows, %d distinct, %d missing; b's summary:\n%s", c.rows, c.distinct, c.missing, weirtest.Tail(b.Log, 6))
+	passwordIn(t, a.Log, b.Log)
 	return c
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/weir-etl/weir/internal/testkit/pgtest"
+	"github.com/weir-etl/weir/internal/testkit/weirtest"
 )
 
 var killSeed = flag.Uint64("pgkill.seed", 0, "seed of the kill schedule (0: derived from the clock)")
@@ -160,20 +161,19 @@ func (sc *killScenario) run(minKills, maxKills int) uint64 {
 			kill = time.After(minKillDelay + time.Duration(rng.Int64N(int64(bound-minKillDelay))))
 		}
 		select {
-		case <-p.done:
-			if p.err != nil {
-				t.Fatalf("seed %d: weir exited with %v:\n%s", seed, p.err, tail(p.log, 30))
+		case <-p.Done:
+			if p.Err != nil {
+				t.Fatalf("seed %d: weir exited with %v:\n%s", seed, p.Err, weirtest.Tail(p.Log, 30))
 			}
 			if sc.kills < minKills {
 				t.Fatalf("seed %d: the pipeline finished after %d kills; the test needs %d (lower maxKillDelay)", seed, sc.kills, minKills)
 			}
-			t.Logf("the final run:\n%s", tail(p.log, 12))
+			t.Logf("the final run:\n%s", weirtest.Tail(p.Log, 12))
 			sc.check("end")
-			passwordIn(t, p.log)
+			passwordIn(t, p.Log)
 			return seed
 		case <-kill:
-			_ = p.cmd.Process.Signal(syscall.SIGKILL)
-			<-p.done
+			p.Kill()
 			sc.kills++
 			done := sc.check(fmt.Sprintf("kill %d", sc.kills))
 			if done > float64(sc.kills)/float64(minKills+4) {
@@ -286,7 +286,7 @@ func (sc *killScenario) tally() tally {
 // Exactly-once under SIGKILL: about 2M lines, at least 20 kills at random
 // moments, then a clean run; the table holds every expected row exactly once.
 func TestKillExactlyOnce(t *testing.T) {
-	sc := newKillScenario(t, buildWeir(t, ""), nil)
+	sc := newKillScenario(t, bins.Build(t, ""), nil)
 	seed := sc.run(20, 30)
 	c := sc.tally()
 	t.Logf("seed %d: %d kills; %d rows, %d distinct, %d missing, %d unexpected", seed, sc.kills, c.rows, c.distinct, c.missing, c.unexpected)
@@ -301,7 +301,7 @@ func TestKillExactlyOnce(t *testing.T) {
 // The sink built with unsafe_positions stores no positions: it is only
 // at-least-once, and the same checks must count its duplicates.
 func TestKillUnsafeVariantIsCaught(t *testing.T) {
-	sc := newKillScenario(t, buildWeir(t, "unsafe_positions"), []string{"WEIR_UNSAFE_POSITIONS=1"})
+	sc := newKillScenario(t, bins.Build(t, "unsafe_positions"), []string{"WEIR_UNSAFE_POSITIONS=1"})
 	seed := sc.run(6, 6)
 	c := sc.tally()
 	t.Logf("seed %d: %d kills; %d rows, %d distinct, %d missing", seed, sc.kills, c.rows, c.distinct, c.missing)

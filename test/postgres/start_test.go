@@ -68,7 +68,7 @@ func TestMembersStartTogether(t *testing.T) {
 		trials = n
 	}
 	const parts, perPart = 3, 50
-	bin := buildWeir(t, "")
+	bin := bins.Build(t, "")
 	brokers := kafkatest.Brokers(t)
 	db := pgtest.Database(t)
 	conn := pgtest.Connect(t, db)
@@ -95,7 +95,7 @@ func TestMembersStartTogether(t *testing.T) {
 			for _, m := range members {
 				select {
 				case <-m.done:
-					t.Fatalf("trial %d: a member exited (%v) before the records were written:\n%s", trial, m.err, tail(m.log, 15))
+					t.Fatalf("trial %d: a member exited (%v) before the records were written:\n%s", trial, m.err, weirtest.Tail(m.log, 15))
 				default:
 				}
 			}
@@ -121,7 +121,7 @@ func TestMembersStartTogether(t *testing.T) {
 				t.Fatalf("trial %d: a member did not stop after SIGTERM", trial)
 			}
 			if m.err != nil {
-				t.Fatalf("trial %d: a member exited with %v:\n%s", trial, m.err, tail(m.log, 15))
+				t.Fatalf("trial %d: a member exited with %v:\n%s", trial, m.err, weirtest.Tail(m.log, 15))
 			}
 		}
 		var distinct int64
