@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -90,35 +89,28 @@ func TestKafkaRebalanceExactlyOnce(t *testing.T) {
 		}
 		return st.records
 	}
-	bin := buildWeir(t, "")
+	bin := bins.Build(t, "")
 	a := startWeir(t, bin, cfg, "a", nil)
 	weirtest.WaitFor(t, "a fifth of the records in the table", 2*time.Minute, func() bool { return rows() >= total/5 })
 	b := startWeir(t, bin, cfg, "b", nil)
 	weirtest.WaitFor(t, "half of the records in the table", 2*time.Minute, func() bool { return rows() >= total/2 })
 	t.Logf("killing a with %d rows in the table", rows())
-	_ = a.cmd.Process.Signal(syscall.SIGKILL)
-	<-a.done
+	a.Kill()
 	weirtest.WaitFor(t, "every record in the table", 3*time.Minute, func() bool { return rows() >= total })
 	// a may have written every record before b caught signals.
-	weirtest.WaitRunning(t, "b", b.log, b.from)
-	_ = b.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-b.done:
-	case <-time.After(time.Minute):
-		t.Fatal("b did not stop after SIGTERM")
-	}
-	if b.err != nil {
-		t.Errorf("b exited with %v:\n%s", b.err, tail(b.log, 20))
+	weirtest.WaitRunning(t, "b", b.Log, b.From)
+	if err := b.Stop(t, time.Minute); err != nil {
+		t.Errorf("b exited with %v:\n%s", err, weirtest.Tail(b.Log, 20))
 	}
 	st, _ := readState(t, conn, "weir", "kafka", "ev", key)
 	dn, dd := readCount(t, "duckdb", "count", st.location)
 	pn, pd := readCount(t, "pyiceberg", "count", db, "file://"+dir+"/warehouse", "kafka.ev")
 	t.Logf("%d records; DuckDB count %d distinct %d; pyiceberg count %d distinct %d; %d snapshots; b's summary:\n%s",
-		total, dn, dd, pn, pd, st.snaps, tail(b.log, 5))
+		total, dn, dd, pn, pd, st.snaps, weirtest.Tail(b.Log, 5))
 	if dn != total || dd != total || pn != total || pd != total {
 		t.Fatalf("want count and distinct %d in both readers: %d missing, %d duplicates (DuckDB)", total, total-dd, dn-dd)
 	}
-	passwordIn(t, a.log, b.log)
+	passwordIn(t, a.Log, b.Log)
 }
 
 // produce writes perPart records to each partition: {"id":N,...} with N =

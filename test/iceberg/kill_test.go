@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/weir-etl/weir/internal/testkit/pgtest"
+	"github.com/weir-etl/weir/internal/testkit/weirtest"
 )
 
 var killSeed = flag.Uint64("icekill.seed", 0, "seed of the kill schedule (0: derived from the clock)")
@@ -128,20 +129,19 @@ func (sc *killScenario) run(minKills, maxKills int) uint64 {
 			kill = time.After(minDelay + time.Duration(rng.Int64N(int64(bound-minDelay))))
 		}
 		select {
-		case <-p.done:
-			if p.err != nil {
-				t.Fatalf("seed %d: weir exited with %v:\n%s", seed, p.err, tail(p.log, 30))
+		case <-p.Done:
+			if p.Err != nil {
+				t.Fatalf("seed %d: weir exited with %v:\n%s", seed, p.Err, weirtest.Tail(p.Log, 30))
 			}
 			if sc.kills < minKills {
-				t.Fatalf("seed %d: the pipeline finished after %d kills; the test needs %d:\n%s", seed, sc.kills, minKills, tail(p.log, 20))
+				t.Fatalf("seed %d: the pipeline finished after %d kills; the test needs %d:\n%s", seed, sc.kills, minKills, weirtest.Tail(p.Log, 20))
 			}
-			t.Logf("the final run:\n%s", tail(p.log, 8))
+			t.Logf("the final run:\n%s", weirtest.Tail(p.Log, 8))
 			sc.check("end")
-			passwordIn(t, p.log)
+			passwordIn(t, p.Log)
 			return seed
 		case <-kill:
-			_ = p.cmd.Process.Signal(syscall.SIGKILL)
-			<-p.done
+			p.Kill()
 			sc.kills++
 			done := sc.check(fmt.Sprintf("kill %d", sc.kills))
 			if done > float64(sc.kills)/float64(minKills+3) {
@@ -244,7 +244,7 @@ func killSizes() (files, lines, minKills, maxKills int) {
 // that a killed run wrote and never committed is left.
 func TestKillExactlyOnce(t *testing.T) {
 	files, lines, minKills, maxKills := killSizes()
-	sc := newKillScenario(t, buildWeir(t, ""), nil, files, lines)
+	sc := newKillScenario(t, bins.Build(t, ""), nil, files, lines)
 	seed := sc.run(minKills, maxKills)
 	want := kept(0, int64(files*lines))
 	duck, py, orphans := sc.final()
@@ -270,7 +270,7 @@ func TestKillUnsafeVariantIsCaught(t *testing.T) {
 	// quarter of the input and a few kills are enough to land in one.
 	files, lines, _, _ := killSizes()
 	lines /= 4
-	sc := newKillScenario(t, buildWeir(t, "unsafe_positions"), []string{"WEIR_UNSAFE_POSITIONS=1"}, files, lines)
+	sc := newKillScenario(t, bins.Build(t, "unsafe_positions"), []string{"WEIR_UNSAFE_POSITIONS=1"}, files, lines)
 	seed := sc.run(5, 5)
 	want := kept(0, int64(files*lines))
 	duck, _, _ := sc.final()

@@ -44,7 +44,7 @@ metrics: { address: "off" }
 `, dir, addr)
 	path := filepath.Join(dir, "weir.yaml")
 	os.WriteFile(path, []byte(cfg), 0o600)
-	cmd := exec.Command(buildWeir(t, ""), "run", "-c", path)
+	cmd := exec.Command(bins.Build(t, ""), "run", "-c", path)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError

@@ -119,7 +119,7 @@ metrics: { address: %[3]s }
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := startWeir(t, buildWeir(t, ""), cfg, "weir", nil)
+	p := startWeir(t, bins.Build(t, ""), cfg, "weir", nil)
 	weirtest.WaitFor(t, "a first snapshot", time.Minute, func() bool {
 		_, snap := rs.table("outage", "ev")
 		return snap != nil
@@ -129,8 +129,8 @@ metrics: { address: %[3]s }
 	var reason string
 	weirtest.WaitFor(t, "/readyz to answer 503 naming the sink", time.Minute, func() bool {
 		select {
-		case <-p.done:
-			t.Fatalf("weir ended (%v) while the catalog was down:\n%s", p.err, tail(p.log, 20))
+		case <-p.Done:
+			t.Fatalf("weir ended (%v) while the catalog was down:\n%s", p.Err, weirtest.Tail(p.Log, 20))
 		default:
 		}
 		resp, err := http.Get("http://" + metrics + "/readyz")
@@ -148,19 +148,19 @@ metrics: { address: %[3]s }
 	t.Logf("/readyz 503 %v after the catalog stopped: %s", time.Since(stopped).Round(100*time.Millisecond), strings.TrimSpace(reason))
 	rs.script("start")
 	select {
-	case <-p.done:
+	case <-p.Done:
 	case <-time.After(3 * time.Minute):
 		t.Fatal("weir did not finish once the catalog was back")
 	}
-	if p.err != nil {
-		t.Fatalf("weir exited with %v:\n%s", p.err, tail(p.log, 20))
+	if p.Err != nil {
+		t.Fatalf("weir exited with %v:\n%s", p.Err, weirtest.Tail(p.Log, 20))
 	}
-	if log, _ := os.ReadFile(p.log); !strings.Contains(string(log), "stalled") {
-		t.Errorf("no stall warning in the log:\n%s", tail(p.log, 20))
+	if log, _ := os.ReadFile(p.Log); !strings.Contains(string(log), "stalled") {
+		t.Errorf("no stall warning in the log:\n%s", weirtest.Tail(p.Log, 20))
 	}
 	loc, _ := rs.table("outage", "ev")
 	n, d := readCount(t, "duckdb", "count", loc)
 	if want := int64(files * lines); n != want || d != want {
-		t.Fatalf("DuckDB counts %d rows, %d distinct in %s; want %d of each\n%s", n, d, loc, want, tail(p.log, 40))
+		t.Fatalf("DuckDB counts %d rows, %d distinct in %s; want %d of each\n%s", n, d, loc, want, weirtest.Tail(p.Log, 40))
 	}
 }

@@ -26,80 +26,21 @@ var ctx = context.Background()
 // (WEIR_ICEBERG_FULL=1) rather than CI's shorter ones.
 var full = os.Getenv("WEIR_ICEBERG_FULL") == "1"
 
-var (
-	binDir string
-	bins   = map[string]string{}
-)
+// bins holds the binaries built for the tests, one per set of build tags:
+// the tests share them.
+var bins weirtest.Binaries
 
 func TestMain(m *testing.M) {
-	d, err := os.MkdirTemp("", "weir-test-iceberg-")
-	if err != nil {
-		panic(err)
-	}
-	binDir = d
 	code := m.Run()
-	os.RemoveAll(d)
+	bins.Remove()
 	os.Exit(code)
 }
 
-// buildWeir builds cmd/weir with the given build tags, once per set of tags.
-func buildWeir(t *testing.T, tags string) string {
+// startWeir starts `weir run -c cfg` with env added to its environment, its
+// log name.log beside cfg: a kill loop's runs append to one log.
+func startWeir(t *testing.T, bin, cfg, name string, env []string) *weirtest.Proc {
 	t.Helper()
-	if bin, ok := bins[tags]; ok {
-		return bin
-	}
-	bin := weirtest.Build(t, binDir, tags)
-	bins[tags] = bin
-	return bin
-}
-
-// proc is one running `weir run`.
-type proc struct {
-	cmd  *exec.Cmd
-	log  string
-	from int64 // the log's size when the process started (earlier runs appended to it)
-	done chan struct{}
-	err  error // valid once done is closed
-}
-
-func startWeir(t *testing.T, bin, cfg, name string, env []string) *proc {
-	t.Helper()
-	logPath := filepath.Join(filepath.Dir(cfg), name+".log")
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "run", "-c", cfg)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{cmd: cmd, log: logPath, from: st.Size(), done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	return p
-}
-
-func tail(path string, n int) string {
-	b, _ := os.ReadFile(path)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+	return weirtest.Start(t, bin, filepath.Join(filepath.Dir(cfg), name+".log"), env, "run", "-c", cfg)
 }
 
 // passwordIn fails the test if a log holds the server's password.
