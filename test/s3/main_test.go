@@ -18,78 +18,24 @@ import (
 
 var ctx = context.Background()
 
-var (
-	binDir string
-	bins   = map[string]string{}
-)
+// bins holds the binaries built for the tests, one per set of build tags:
+// the tests share them.
+var bins weirtest.Binaries
 
 func TestMain(m *testing.M) {
-	d, err := os.MkdirTemp("", "weir-test-s3-")
-	if err != nil {
-		panic(err)
-	}
-	binDir = d
 	code := m.Run()
-	os.RemoveAll(d)
+	bins.Remove()
 	os.Exit(code)
 }
 
 // full reports whether the full sizes of the issue are asked for.
 func full() bool { return os.Getenv("WEIR_S3_FULL") != "" }
 
-// buildWeir builds cmd/weir with the build tags given, once per set.
-func buildWeir(t *testing.T, tags string) string {
+// startWeir starts `weir run -c cfg` with extra after it, its log weir.log
+// beside cfg: a kill loop's runs append to one log.
+func startWeir(t *testing.T, bin, cfg string, extra ...string) *weirtest.Proc {
 	t.Helper()
-	if bin, ok := bins[tags]; ok {
-		return bin
-	}
-	bin := weirtest.Build(t, binDir, tags)
-	bins[tags] = bin
-	return bin
-}
-
-// proc is one running `weir run`.
-type proc struct {
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-	err  error
-}
-
-func startWeir(t *testing.T, bin, cfg string, extra ...string) *proc {
-	t.Helper()
-	logPath := filepath.Join(filepath.Dir(cfg), "weir.log")
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, append([]string{"run", "-c", cfg}, extra...)...)
-	cmd.Env = os.Environ()
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	return p
-}
-
-func tail(path string, n int) string {
-	b, _ := os.ReadFile(path)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+	return weirtest.Start(t, bin, filepath.Join(filepath.Dir(cfg), "weir.log"), nil, append([]string{"run", "-c", cfg}, extra...)...)
 }
 
 // secretIn fails the test if a log holds the server's secret key.

@@ -182,7 +182,7 @@ func TestOutage(t *testing.T) {
 	}
 	appendLines(100)
 	putObject()
-	p := startWeir(t, buildWeir(t, ""), cfg)
+	p := startWeir(t, bins.Build(t, ""), cfg)
 	base := "http://" + metrics
 	copied := func() int { return len(outputIDsOf(t, filepath.Join(dir, "copy"), `"object"`)) }
 	weirtest.WaitFor(t, "the first lines and object through", time.Minute, func() bool {
@@ -248,13 +248,11 @@ func TestOutage(t *testing.T) {
 	if n != lines || len(seenLines) != lines {
 		t.Errorf("the lake holds %d lines, %d distinct; want %d, each once", n, len(seenLines), lines)
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	<-p.done
-	if p.err != nil {
-		t.Fatalf("weir exited with %v:\n%s", p.err, tail(p.log, 30))
+	if err := p.Stop(t, 2*time.Minute); err != nil {
+		t.Fatalf("weir exited with %v:\n%s", err, weirtest.Tail(p.Log, 30))
 	}
-	secretIn(t, p.log)
-	b, _ := os.ReadFile(p.log)
+	secretIn(t, p.Log)
+	b, _ := os.ReadFile(p.Log)
 	for _, want := range []string{"s3: a request failed; retrying", "s3: the server answers again; going on"} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("the log has no %q", want)

@@ -11,13 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/weir-etl/weir/internal/testkit/s3test"
+	"github.com/weir-etl/weir/internal/testkit/weirtest"
 )
 
 var killSeed = flag.Uint64("s3kill.seed", 0, "seed of the kill schedules (0: derived from the clock)")
@@ -134,19 +134,18 @@ func (sc *sinkScenario) run(minKills, maxKills int) uint64 {
 			kill = time.After(minDelay + time.Duration(rng.Int64N(int64(bound-minDelay))))
 		}
 		select {
-		case <-p.done:
-			if p.err != nil {
-				t.Fatalf("seed %d: weir exited with %v:\n%s", seed, p.err, tail(p.log, 30))
+		case <-p.Done:
+			if p.Err != nil {
+				t.Fatalf("seed %d: weir exited with %v:\n%s", seed, p.Err, weirtest.Tail(p.Log, 30))
 			}
 			if sc.kills < minKills {
 				t.Fatalf("seed %d: the pipeline finished after %d kills; the test needs %d", seed, sc.kills, minKills)
 			}
-			t.Logf("the final run:\n%s", tail(p.log, 8))
-			secretIn(t, p.log)
+			t.Logf("the final run:\n%s", weirtest.Tail(p.Log, 8))
+			secretIn(t, p.Log)
 			return seed
 		case <-kill:
-			_ = p.cmd.Process.Signal(syscall.SIGKILL)
-			<-p.done
+			p.Kill()
 			sc.kills++
 			done := sc.stored()
 			t.Logf("kill %d: %.1f%% stored", sc.kills, 100*done)
@@ -217,7 +216,7 @@ func TestSinkKillExactlyOnce(t *testing.T) {
 	if full() {
 		lines, minKills, maxKills = 1<<18, 20, 30 // 4 × 262,144 ≈ 1.05M lines
 	}
-	sc := newSinkScenario(t, buildWeir(t, ""), lines)
+	sc := newSinkScenario(t, bins.Build(t, ""), lines)
 	seed := sc.run(minKills, maxKills)
 	rb := sc.readBack()
 	t.Logf("seed %d: %d kills; %d objects, %d rows, %d distinct, %d missing, %d unexpected, %d uploads left",
@@ -231,7 +230,7 @@ func TestSinkKillExactlyOnce(t *testing.T) {
 // The sink built with unsafe_s3 never reads its positions back: it is only
 // at-least-once, and the same checks must count its duplicates.
 func TestSinkKillUnsafeVariantIsCaught(t *testing.T) {
-	sc := newSinkScenario(t, buildWeir(t, "unsafe_s3"), 200_000)
+	sc := newSinkScenario(t, bins.Build(t, "unsafe_s3"), 200_000)
 	seed := sc.run(5, 5)
 	rb := sc.readBack()
 	t.Logf("seed %d: %d kills; %d rows, %d distinct, %d missing", seed, sc.kills, rb.Rows, rb.Distinct, rb.Missing)

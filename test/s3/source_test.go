@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -204,8 +203,7 @@ func sourceRun(t *testing.T, bin string, objects, per, minKills int, held *heldR
 			spread = 2 * time.Second
 		}
 		time.Sleep(20*time.Millisecond + time.Duration(rng.Int64N(int64(spread))))
-		_ = p.cmd.Process.Signal(syscall.SIGKILL)
-		<-p.done
+		p.Kill()
 		kills++
 		t.Logf("kill %d: %d ids out", kills, len(ids()))
 	}
@@ -230,20 +228,18 @@ func sourceRun(t *testing.T, bin string, objects, per, minKills int, held *heldR
 	// every record out already, the stop could otherwise come while the
 	// process is still starting, which is its death, not a graceful stop.
 	runUp(t, p, kills+1)
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	<-p.done
-	if p.err != nil {
-		t.Fatalf("seed %d: the last run exited with %v:\n%s", seed, p.err, tail(p.log, 30))
+	if err := p.Stop(t, 2*time.Minute); err != nil {
+		t.Fatalf("seed %d: the last run exited with %v:\n%s", seed, err, weirtest.Tail(p.Log, 30))
 	}
-	secretIn(t, p.log)
-	return seed, kills, ids(), p.log
+	secretIn(t, p.Log)
+	return seed, kills, ids(), p.Log
 }
 
 // runUp waits until the log holds the n-th run's "metrics listening" line.
-func runUp(t *testing.T, p *proc, n int) {
+func runUp(t *testing.T, p *weirtest.Proc, n int) {
 	t.Helper()
 	weirtest.WaitFor(t, fmt.Sprintf("run %d up", n), time.Minute, func() bool {
-		b, _ := os.ReadFile(p.log)
+		b, _ := os.ReadFile(p.Log)
 		return bytes.Count(b, []byte("metrics listening")) >= n
 	})
 }
@@ -278,7 +274,7 @@ func TestSourceKillNothingMissing(t *testing.T) {
 	if full() {
 		objects, per, kills = 1000, 100, 20
 	}
-	seed, n, seen, log := sourceRun(t, buildWeir(t, ""), objects, per, kills, nil)
+	seed, n, seen, log := sourceRun(t, bins.Build(t, ""), objects, per, kills, nil)
 	checkNothingMissing(t, seed, n, seen, log, objects, per)
 }
 
@@ -295,7 +291,7 @@ func TestSourceKillHeldSinkNothingMissing(t *testing.T) {
 	if full() {
 		objects, per, kills = 1000, 100, 20
 	}
-	seed, n, seen, log := sourceRun(t, buildWeir(t, ""), objects, per, kills, newHeldReceiver(t, heldFor))
+	seed, n, seen, log := sourceRun(t, bins.Build(t, ""), objects, per, kills, newHeldReceiver(t, heldFor))
 	checkNothingMissing(t, seed, n, seen, log, objects, per)
 }
 
@@ -316,7 +312,7 @@ func checkNothingMissing(t *testing.T, seed uint64, n int, seen map[int]int, log
 	}
 	t.Logf("seed %d: %d kills; %d objects, %d records: %d missing, %d written again", seed, n, objects, objects*per, missing, dups)
 	if missing > 0 {
-		t.Fatalf("seed %d: %d records missing (first %v), of objects %s; the last run's log:\n%s", seed, missing, first, missingObjects(seen, objects, per), tail(log, 40))
+		t.Fatalf("seed %d: %d records missing (first %v), of objects %s; the last run's log:\n%s", seed, missing, first, missingObjects(seen, objects, per), weirtest.Tail(log, 40))
 	}
 }
 
@@ -328,7 +324,7 @@ func checkNothingMissing(t *testing.T, seed uint64, n int, seen map[int]int, log
 // docs/s3.md, "How the kill loop proves it sees a loss".)
 func TestSourceKillUnsafeVariantIsCaught(t *testing.T) {
 	objects, per := 200, 250
-	seed, n, seen, _ := sourceRun(t, buildWeir(t, "unsafe_s3read"), objects, per, 8, newHeldReceiver(t, heldFor))
+	seed, n, seen, _ := sourceRun(t, bins.Build(t, "unsafe_s3read"), objects, per, 8, newHeldReceiver(t, heldFor))
 	missing := 0
 	for id := range objects * per {
 		if seen[id] == 0 {
