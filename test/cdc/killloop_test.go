@@ -271,10 +271,10 @@ func (sc *killScenario) loop(kills int, rng *rand.Rand) {
 	logPath := filepath.Join(sc.dir, "weir.log")
 	for sc.kills < kills {
 		logged := logSize(logPath)
-		p := startWeir(sc.t, sc.bin, sc.cfg, logPath, sc.env)
+		p := weirtest.Start(sc.t, sc.bin, logPath, sc.env, "run", "-c", sc.cfg)
 		pgcdctest.Poll(sc.t, 30*time.Second, "weir to start reading", func() bool {
-			if p.exited() {
-				sc.t.Fatalf("weir exited: %v\n%s", p.err, lastLines(logPath, 30))
+			if !p.Running() {
+				sc.t.Fatalf("weir exited: %v\n%s", p.Err, weirtest.Tail(logPath, 30))
 			}
 			return sc.db.Slot(sc.db.Name).Active || loggedSince(logPath, logged, "pgcdc: snapshot")
 		})
@@ -284,7 +284,7 @@ func (sc *killScenario) loop(kills int, rng *rand.Rand) {
 			sc.w = startWriter(sc.t, sc.db, sc.initial, 2*time.Millisecond)
 		}
 		time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond) // when the kill lands: the point of the test
-		p.kill(sc.t)
+		p.Kill()
 		sc.kills++
 		s := sc.db.WaitInactive(sc.db.Name, 30*time.Second)
 		if !s.Exists {
@@ -331,7 +331,7 @@ func loggedSince(path string, offset int64, text string) bool {
 // stops it gracefully.
 func (sc *killScenario) finish(within time.Duration) (missing int) {
 	logPath := filepath.Join(sc.dir, "weir.log")
-	p := startWeir(sc.t, sc.bin, sc.cfg, logPath, sc.env)
+	p := weirtest.Start(sc.t, sc.bin, logPath, sc.env, "run", "-c", sc.cfg)
 	deadline := time.Now().Add(within)
 	for {
 		sc.absorb()
@@ -344,13 +344,13 @@ func (sc *killScenario) finish(within time.Duration) (missing int) {
 		if missing == 0 && sc.initialRead() == sc.initial || time.Now().After(deadline) {
 			break
 		}
-		if p.exited() {
-			sc.t.Fatalf("weir exited: %v\n%s", p.err, lastLines(logPath, 30))
+		if !p.Running() {
+			sc.t.Fatalf("weir exited: %v\n%s", p.Err, weirtest.Tail(logPath, 30))
 		}
 		time.Sleep(50 * time.Millisecond) // polling the output of an external process
 	}
-	if err := p.stop(sc.t, 30*time.Second); err != nil {
-		sc.t.Errorf("weir's final run: %v\n%s", err, lastLines(logPath, 30))
+	if err := p.Stop(sc.t, 30*time.Second); err != nil {
+		sc.t.Errorf("weir's final run: %v\n%s", err, weirtest.Tail(logPath, 30))
 	}
 	sc.absorb()
 	return missing
@@ -452,7 +452,7 @@ func TestKillDuringSnapshot(t *testing.T) {
 	midSnapshot := 0 // kills that landed while the snapshot was being read
 	for kill := 1; kill <= 3; kill++ {
 		logged := logSize(logPath)
-		p := startWeir(t, bin, sc.cfg, logPath, nil)
+		p := weirtest.Start(t, bin, logPath, nil, "run", "-c", sc.cfg)
 		if sc.w == nil {
 			pgcdctest.Poll(t, 30*time.Second, "the slot", func() bool { return sc.db.Slot(sc.db.Name).Exists })
 			sc.w = startWriter(t, sc.db, rows, 2*time.Millisecond)
@@ -464,8 +464,8 @@ func TestKillDuringSnapshot(t *testing.T) {
 		base := len(sc.reads)
 		deadline := time.Now().Add(60 * time.Second)
 		for {
-			if p.exited() {
-				t.Fatalf("weir exited: %v\n%s", p.err, lastLines(logPath, 30))
+			if !p.Running() {
+				t.Fatalf("weir exited: %v\n%s", p.Err, weirtest.Tail(logPath, 30))
 			}
 			sc.absorb()
 			if loggedSince(logPath, logged, "pgcdc: snapshot") && len(sc.reads) >= base+rows/10 {
@@ -479,11 +479,11 @@ func TestKillDuringSnapshot(t *testing.T) {
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("run %d: waited 60s for %d more snapshot rows in the output (%d so far); its log:\n%s",
-					kill, rows/10, len(sc.reads)-base, lastLines(logPath, 40))
+					kill, rows/10, len(sc.reads)-base, weirtest.Tail(logPath, 40))
 			}
 			time.Sleep(10 * time.Millisecond) // polling the output files
 		}
-		p.kill(t)
+		p.Kill()
 		sc.kills++
 		done := loggedSince(logPath, logged, "snapshot complete")
 		s := sc.db.WaitInactive(sc.db.Name, 30*time.Second)
@@ -500,7 +500,7 @@ func TestKillDuringSnapshot(t *testing.T) {
 		t.Fatalf("only %d kills landed during the snapshot: the test needs a slower snapshot (more rows)", midSnapshot)
 	}
 	if !loggedSince(logPath, 0, "resuming the snapshot") {
-		t.Errorf("no run resumed the snapshot:\n%s", lastLines(logPath, 20))
+		t.Errorf("no run resumed the snapshot:\n%s", weirtest.Tail(logPath, 20))
 	}
 	sc.w.finish(t)
 	missing := sc.finish(90 * time.Second)

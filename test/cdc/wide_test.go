@@ -116,20 +116,20 @@ func wideCase(t *testing.T, bin, sink string, rows, size int, snapshot bool) {
 		db.Exec(`INSERT INTO wide SELECT g, repeat(md5(g::text), $1) FROM generate_series(1, $2) AS g`, size/32, rows)
 	}
 	var began time.Time
-	var p *proc
+	var p *weirtest.Proc
 	if snapshot {
 		insert()
 		began = time.Now()
-		p = startWeir(t, bin, cfg, filepath.Join(dir, "weir.log"), nil)
+		p = weirtest.Start(t, bin, filepath.Join(dir, "weir.log"), nil, "run", "-c", cfg)
 		pgcdctest.Poll(t, 10*time.Minute, "the snapshot complete", func() bool {
-			if p.exited() {
-				t.Fatalf("weir exited: %v\n%s", p.err, lastLines(p.log, 20))
+			if !p.Running() {
+				t.Fatalf("weir exited: %v\n%s", p.Err, weirtest.Tail(p.Log, 20))
 			}
-			b, _ := os.ReadFile(p.log)
+			b, _ := os.ReadFile(p.Log)
 			return strings.Contains(string(b), "pgcdc: snapshot complete")
 		})
 	} else {
-		p = startWeir(t, bin, cfg, filepath.Join(dir, "weir.log"), nil)
+		p = weirtest.Start(t, bin, filepath.Join(dir, "weir.log"), nil, "run", "-c", cfg)
 		pgcdctest.Poll(t, time.Minute, "the slot streamed", func() bool { return db.Slot(db.Name).Active })
 		began = time.Now()
 		insert()
@@ -138,22 +138,22 @@ func wideCase(t *testing.T, bin, sink string, rows, size int, snapshot bool) {
 			t.Fatal(err)
 		}
 		pgcdctest.Poll(t, 10*time.Minute, "the transaction delivered and confirmed", func() bool {
-			if p.exited() {
-				t.Fatalf("weir exited: %v\n%s", p.err, lastLines(p.log, 20))
+			if !p.Running() {
+				t.Fatalf("weir exited: %v\n%s", p.Err, weirtest.Tail(p.Log, 20))
 			}
 			return db.Slot(db.Name).Confirmed >= uint64(end)
 		})
 	}
 	took := time.Since(began)
-	if err := p.stop(t, time.Minute); err != nil {
-		t.Fatalf("weir: %v\n%s", err, lastLines(p.log, 20))
+	if err := p.Stop(t, time.Minute); err != nil {
+		t.Fatalf("weir: %v\n%s", err, weirtest.Tail(p.Log, 20))
 	}
-	ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	ru, ok := p.Cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	if !ok {
 		t.Fatal("no rusage")
 	}
 	rss := ru.Maxrss << 10 // KiB on Linux
-	log := lastLines(p.log, 8)
+	log := weirtest.Tail(p.Log, 8)
 	if !strings.Contains(log, fmt.Sprintf("%d records read", rows)) {
 		t.Fatalf("the summary does not count %d records:\n%s", rows, log)
 	}
