@@ -8,8 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -25,61 +25,24 @@ import (
 	"github.com/weir-etl/weir/internal/testkit/weirtest"
 )
 
-// proc is one running `weir run`.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-	err  error // valid once done is closed
-}
-
-func startWeir(t *testing.T, bin, cfg, name string, args ...string) *proc {
+// startWeir starts `weir run -c cfg` with args after it and env added to
+// its environment, as name: its log is name.log beside cfg, created afresh,
+// and its last 40 lines are logged when the test has failed (the failures
+// here do not show it themselves).
+func startWeir(t *testing.T, bin, cfg, name string, env []string, args ...string) *weirtest.Proc {
 	t.Helper()
 	logPath := filepath.Join(filepath.Dir(cfg), name+".log")
-	f, err := os.Create(logPath)
-	if err != nil {
+	if err := os.Remove(logPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, append([]string{"run", "-c", cfg}, args...)...)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
+	// Registered before Start's cleanup, this runs after it: the log is
+	// shown once the process is gone.
 	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
 		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("log of %s:\n%s", name, lastLines(b, 40))
+			t.Logf("log of %s:\n%s", name, weirtest.Tail(logPath, 40))
 		}
 	})
-	return p
-}
-
-func lastLines(b []byte, n int) string {
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-// wait waits for p to exit and returns its error (nil for exit code 0).
-func (p *proc) wait(ctx context.Context) error {
-	select {
-	case <-p.done:
-		return p.err
-	case <-ctx.Done():
-		return fmt.Errorf("%s did not exit: %w", p.name, ctx.Err())
-	}
+	return weirtest.Start(t, bin, logPath, env, append([]string{"run", "-c", cfg}, args...)...)
 }
 
 // produce writes perPart records to each partition of topic, with JSON
@@ -288,7 +251,7 @@ func TestE2EGroupKillJoinStop(t *testing.T) {
 		return sm
 	}
 
-	procs := []*proc{startWeir(t, bin, cfg, "w1"), startWeir(t, bin, cfg, "w2"), startWeir(t, bin, cfg, "w3")}
+	procs := []*weirtest.Proc{startWeir(t, bin, cfg, "w1", nil), startWeir(t, bin, cfg, "w2", nil), startWeir(t, bin, cfg, "w3", nil)}
 	const all = parts * perPart
 	var preKill, postKill sample
 	killed, joined, stopped := false, false, false
@@ -297,8 +260,7 @@ func TestE2EGroupKillJoinStop(t *testing.T) {
 		done := total(sm.committed)
 		if !killed && done >= all/5 {
 			preKill = sm
-			_ = procs[0].cmd.Process.Signal(syscall.SIGKILL)
-			_ = procs[0].wait(ctx)
+			procs[0].Kill()
 			// The broker may still append what the killed process had
 			// sent (its last produce requests, read off the socket after
 			// the process died): the sample that counts what was written
@@ -309,13 +271,13 @@ func TestE2EGroupKillJoinStop(t *testing.T) {
 			killed = true
 			// w2 and w3 may commit the rest before w4 catches signals:
 			// the SIGTERMs wait until it runs.
-			procs = append(procs, startWeir(t, bin, cfg, "w4", "--set", "metrics.address=127.0.0.1:0"))
-			weirtest.WaitRunning(t, "w4", procs[3].log, 0)
+			procs = append(procs, startWeir(t, bin, cfg, "w4", nil, "--set", "metrics.address=127.0.0.1:0"))
+			weirtest.WaitRunning(t, "w4", procs[3].Log, 0)
 			joined = true
 			t.Logf("w1 killed at %d of %d committed; w4 started", done, all)
 		}
 		if joined && !stopped && done >= all/2 {
-			_ = procs[1].cmd.Process.Signal(syscall.SIGTERM)
+			_ = procs[1].Cmd.Process.Signal(syscall.SIGTERM)
 			stopped = true
 			t.Logf("w2 stopped (SIGTERM) at %d of %d committed", done, all)
 		}
@@ -324,9 +286,9 @@ func TestE2EGroupKillJoinStop(t *testing.T) {
 		}
 		for _, p := range procs[1:] {
 			select {
-			case <-p.done:
+			case <-p.Done:
 				if p != procs[1] || !stopped {
-					t.Fatalf("%s exited early: %v", p.name, p.err)
+					t.Fatalf("%s exited early: %v", p.Name, p.Err)
 				}
 			default:
 			}
@@ -337,13 +299,13 @@ func TestE2EGroupKillJoinStop(t *testing.T) {
 		case <-time.After(50 * time.Millisecond): // sampling an external process
 		}
 	}
-	if err := procs[1].wait(ctx); err != nil {
+	if err := procs[1].Wait(ctx); err != nil {
 		t.Errorf("w2 after SIGTERM: %v, want exit code 0", err)
 	}
 	for _, p := range procs[2:] {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		if err := p.wait(ctx); err != nil {
-			t.Errorf("%s after SIGTERM: %v, want exit code 0", p.name, err)
+		_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+		if err := p.Wait(ctx); err != nil {
+			t.Errorf("%s after SIGTERM: %v, want exit code 0", p.Name, err)
 		}
 	}
 	final := takeSample()
@@ -463,7 +425,7 @@ func TestE2EFilterMap(t *testing.T) {
       tripled: n * 3
     delete: [pad]`
 	cfg := writeConfig(t, t.TempDir(), fmt.Sprintf(pipelineYAML, brokers[0], group, in, out, transforms, "tag"))
-	p := startWeir(t, bin, cfg, "w")
+	p := startWeir(t, bin, cfg, "w", nil)
 	s := &sampler{adm: kadm.NewClient(cl), group: group, in: in, out: out, inParts: parts, outPart: parts}
 	for {
 		sm, err := s.take(ctx)
@@ -474,15 +436,15 @@ func TestE2EFilterMap(t *testing.T) {
 			break
 		}
 		select {
-		case <-p.done:
-			t.Fatalf("weir exited: %v", p.err)
+		case <-p.Done:
+			t.Fatalf("weir exited: %v", p.Err)
 		case <-ctx.Done():
 			t.Fatalf("committed %v: %v", sm.committed, ctx.Err())
 		case <-time.After(50 * time.Millisecond): // polling an external process
 		}
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	if err := p.wait(ctx); err != nil {
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.Wait(ctx); err != nil {
 		t.Fatalf("weir after SIGTERM: %v", err)
 	}
 	recs := consumeAll(ctx, t, brokers, out)

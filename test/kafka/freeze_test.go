@@ -86,7 +86,7 @@ func runFrozenBroker(t *testing.T, bin string, env []string) freezeResult {
 	addr := fmt.Sprintf("127.0.0.1:%d", kafkatest.FreePort(t))
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, fmt.Sprintf(freezeYAML, brokers[0], px.Addr, group, in, out, freezeWarn, addr))
-	p := startWeirEnv(t, bin, cfg, "w", env)
+	p := startWeir(t, bin, cfg, "w", env)
 	s := &sampler{adm: kadm.NewClient(cl), group: group, in: in, out: out, inParts: parts, outPart: parts}
 	const all = parts * perPart
 
@@ -105,8 +105,8 @@ func runFrozenBroker(t *testing.T, bin string, env []string) freezeResult {
 			break
 		}
 		select {
-		case <-p.done:
-			t.Fatalf("weir exited: %v", p.err)
+		case <-p.Done:
+			t.Fatalf("weir exited: %v", p.Err)
 		case <-ctx.Done():
 			t.Fatalf("committed %v: %v", sm.committed, ctx.Err())
 		case <-time.After(20 * time.Millisecond): // polling an external process
@@ -123,13 +123,13 @@ func runFrozenBroker(t *testing.T, bin string, env []string) freezeResult {
 			}
 		}
 		if res.toWarn == 0 {
-			if l := logLine(p.log, "level=WARN", "commit stalled"); l != "" {
+			if l := logLine(p.Log, "level=WARN", "commit stalled"); l != "" {
 				res.toWarn, res.warnLine = time.Since(frozen), l
 			}
 		}
 		select {
-		case <-p.done:
-			t.Fatalf("weir exited while the broker was frozen: %v", p.err)
+		case <-p.Done:
+			t.Fatalf("weir exited while the broker was frozen: %v", p.Err)
 		case <-time.After(50 * time.Millisecond): // polling an external process
 		}
 	}
@@ -147,15 +147,15 @@ func runFrozenBroker(t *testing.T, bin string, env []string) freezeResult {
 			break
 		}
 		select {
-		case <-p.done:
-			t.Fatalf("weir exited after the thaw: %v", p.err)
+		case <-p.Done:
+			t.Fatalf("weir exited after the thaw: %v", p.Err)
 		case <-ctx.Done():
 			t.Fatalf("after the thaw: committed %v of %d, /readyz %d %s: %v", sm.committed, all, code, body, ctx.Err())
 		case <-time.After(50 * time.Millisecond): // polling an external process
 		}
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	if err := p.wait(ctx); err != nil {
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.Wait(ctx); err != nil {
 		t.Fatalf("weir after SIGTERM: %v", err)
 	}
 	count := make([][]int, parts)
@@ -179,18 +179,6 @@ func runFrozenBroker(t *testing.T, bin string, env []string) freezeResult {
 	}
 	t.Logf("%d records, %d missing, %d duplicates", all, missing, res.dups)
 	return res
-}
-
-func startWeirEnv(t *testing.T, bin, cfg, name string, env []string) *proc {
-	t.Helper()
-	if len(env) > 0 {
-		// startWeir runs with this process's environment.
-		for _, kv := range env {
-			k, v, _ := strings.Cut(kv, "=")
-			t.Setenv(k, v)
-		}
-	}
-	return startWeir(t, bin, cfg, name)
 }
 
 // readyz returns /readyz's status and body (0 when it does not answer).

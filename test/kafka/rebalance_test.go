@@ -40,10 +40,10 @@ func TestE2EEmptyPartitionsRebalance(t *testing.T) {
 
 	cfg := writeConfig(t, t.TempDir(), fmt.Sprintf(pipelineYAML, brokers[0], group, in, out, "", "in"))
 	adm := kadm.NewClient(cl)
-	w1 := startWeir(t, bin, cfg, "w1")
+	w1 := startWeir(t, bin, cfg, "w1", nil)
 	waitCommittedEnds(ctx, t, adm, group, in, parts, w1)
 
-	w2 := startWeir(t, bin, cfg, "w2")
+	w2 := startWeir(t, bin, cfg, "w2", nil)
 	waitMembers(ctx, t, adm, group, 2, w1, w2)
 
 	// Data for every partition: more for 0-5, the first for 6-11.
@@ -51,10 +51,10 @@ func TestE2EEmptyPartitionsRebalance(t *testing.T) {
 	produceRange(ctx, t, cl, in, data, parts, 0, wave)
 	waitCommittedEnds(ctx, t, adm, group, in, parts, w1, w2)
 
-	for _, p := range []*proc{w1, w2} {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		if err := p.wait(ctx); err != nil {
-			t.Errorf("%s after SIGTERM: %v, want exit code 0", p.name, err)
+	for _, p := range []*weirtest.Proc{w1, w2} {
+		_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+		if err := p.Wait(ctx); err != nil {
+			t.Errorf("%s after SIGTERM: %v, want exit code 0", p.Name, err)
 		}
 	}
 	seen := make([]map[int64]bool, parts)
@@ -79,7 +79,7 @@ func TestE2EEmptyPartitionsRebalance(t *testing.T) {
 // every partition of topic equals the partition's end offset, failing the
 // test if a process in procs exits meanwhile or the offsets do not get there
 // within a minute.
-func waitCommittedEnds(ctx context.Context, t *testing.T, adm *kadm.Client, group, topic string, parts int32, procs ...*proc) {
+func waitCommittedEnds(ctx context.Context, t *testing.T, adm *kadm.Client, group, topic string, parts int32, procs ...*weirtest.Proc) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -108,8 +108,8 @@ func waitCommittedEnds(ctx context.Context, t *testing.T, adm *kadm.Client, grou
 		}
 		for _, p := range procs {
 			select {
-			case <-p.done:
-				t.Fatalf("%s exited: %v", p.name, p.err)
+			case <-p.Done:
+				t.Fatalf("%s exited: %v", p.Name, p.Err)
 			default:
 			}
 		}
@@ -123,7 +123,7 @@ func waitCommittedEnds(ctx context.Context, t *testing.T, adm *kadm.Client, grou
 
 // waitMembers polls the broker until the group is stable with n members,
 // each assigned partitions.
-func waitMembers(ctx context.Context, t *testing.T, adm *kadm.Client, group string, n int, procs ...*proc) {
+func waitMembers(ctx context.Context, t *testing.T, adm *kadm.Client, group string, n int, procs ...*weirtest.Proc) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -145,8 +145,8 @@ func waitMembers(ctx context.Context, t *testing.T, adm *kadm.Client, group stri
 		}
 		for _, p := range procs {
 			select {
-			case <-p.done:
-				t.Fatalf("%s exited: %v", p.name, p.err)
+			case <-p.Done:
+				t.Fatalf("%s exited: %v", p.Name, p.Err)
 			default:
 			}
 		}

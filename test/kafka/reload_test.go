@@ -20,7 +20,7 @@ import (
 
 // memberIDs returns the group's member ids, sorted, once the group is stable
 // with n members.
-func memberIDs(ctx context.Context, t *testing.T, adm *kadm.Client, group string, n int, procs ...*proc) []string {
+func memberIDs(ctx context.Context, t *testing.T, adm *kadm.Client, group string, n int, procs ...*weirtest.Proc) []string {
 	t.Helper()
 	waitMembers(ctx, t, adm, group, n, procs...)
 	gs, err := adm.DescribeGroups(ctx, group)
@@ -36,18 +36,18 @@ func memberIDs(ctx context.Context, t *testing.T, adm *kadm.Client, group string
 }
 
 // waitLog polls p's log until it holds want n times.
-func waitLog(ctx context.Context, t *testing.T, p *proc, want string, n int) {
+func waitLog(ctx context.Context, t *testing.T, p *weirtest.Proc, want string, n int) {
 	t.Helper()
 	for {
-		b, _ := os.ReadFile(p.log)
+		b, _ := os.ReadFile(p.Log)
 		if strings.Count(string(b), want) >= n {
 			return
 		}
 		select {
-		case <-p.done:
-			t.Fatalf("%s exited: %v", p.name, p.err)
+		case <-p.Done:
+			t.Fatalf("%s exited: %v", p.Name, p.Err)
 		case <-ctx.Done():
-			t.Fatalf("%s's log never had %q %d times", p.name, want, n)
+			t.Fatalf("%s's log never had %q %d times", p.Name, want, n)
 		case <-time.After(50 * time.Millisecond): // polling an external process
 		}
 	}
@@ -79,8 +79,8 @@ func TestE2EReloadKeepsTheMember(t *testing.T) {
 	}
 	dirA, dirB := t.TempDir(), t.TempDir()
 	cfgA := writeConfig(t, dirA, config(1, 2000))
-	a := startWeir(t, bin, cfgA, "a")
-	b := startWeir(t, bin, writeConfig(t, dirB, config(0, 2000)), "b")
+	a := startWeir(t, bin, cfgA, "a", nil)
+	b := startWeir(t, bin, writeConfig(t, dirB, config(0, 2000)), "b", nil)
 	s := &sampler{adm: adm, group: group, in: in, out: out, inParts: parts, outPart: parts}
 	waitCommittedTotal := func(want int64) {
 		t.Helper()
@@ -106,7 +106,7 @@ func TestE2EReloadKeepsTheMember(t *testing.T) {
 	// Only the transform changes: the source is kept.
 	writeConfig(t, dirA, config(2, 2000))
 	t0 := time.Now()
-	_ = a.cmd.Process.Signal(syscall.SIGHUP)
+	_ = a.Cmd.Process.Signal(syscall.SIGHUP)
 	produceRange(ctx, t, cl, in, 0, parts, perPart/3, perPart/3)
 	waitLog(ctx, t, a, "reload: the previous configuration stopped", 1)
 	waitCommittedTotal(parts * 2 * (perPart / 3))
@@ -118,7 +118,7 @@ func TestE2EReloadKeepsTheMember(t *testing.T) {
 	// A source setting changes: the source rejoins as a new member.
 	writeConfig(t, dirA, config(3, 1000))
 	t0 = time.Now()
-	_ = a.cmd.Process.Signal(syscall.SIGHUP)
+	_ = a.Cmd.Process.Signal(syscall.SIGHUP)
 	produceRange(ctx, t, cl, in, 0, parts, 2*(perPart/3), perPart-2*(perPart/3))
 	waitLog(ctx, t, a, "reload: the previous configuration stopped", 2)
 	waitCommittedTotal(parts * perPart)
@@ -138,10 +138,10 @@ func TestE2EReloadKeepsTheMember(t *testing.T) {
 		}
 	}
 
-	for _, p := range []*proc{a, b} {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		if err := p.wait(ctx); err != nil {
-			t.Fatalf("%s after SIGTERM: %v", p.name, err)
+	for _, p := range []*weirtest.Proc{a, b} {
+		_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+		if err := p.Wait(ctx); err != nil {
+			t.Fatalf("%s after SIGTERM: %v", p.Name, err)
 		}
 	}
 	recs := consumeAll(ctx, t, brokers, out)
