@@ -470,3 +470,65 @@ func TestCommitTheBrokerAbortedFails(t *testing.T) {
 		t.Fatalf("Describe = %q, want the aborted commit counted", d)
 	}
 }
+
+// StoredPositions called while a group of the same sink is being persisted
+// (its positions produced, its fence and commit to come) waits for that
+// group's commit and returns its positions. It used to hold the positions
+// log through its wait, which the group's fence needs too: the commit waited
+// for the read, the read for the commit, until storedWait (5 s) passed and
+// the read gave up without the group's positions; after a rebalance, every
+// partition newly assigned to a process cost it that wait.
+func TestStoredPositionsDuringOwnPersist(t *testing.T) {
+	ctx := context.Background()
+	ec := eosClusterFor(t)
+	h := ec.harness(t, fmt.Sprintf("own-%d", time.Now().UnixNano()))
+	k := h.New(t).(*Keeper)
+	if err := k.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close(ctx)
+	waiting := make(chan struct{}, 1)
+	k.pos.mu.Lock()
+	k.pos.waiting = func() {
+		select {
+		case waiting <- struct{}{}:
+		default:
+		}
+	}
+	k.pos.mu.Unlock()
+	type result struct {
+		pos map[string]connector.Position
+		err error
+	}
+	got := make(chan result, 1)
+	step := func(name string) {
+		if name != "acknowledged" {
+			return
+		}
+		// The group's positions are in the log, its transaction open: read
+		// the stored positions now, and go on to the fence once the read
+		// waits for that transaction.
+		go func() {
+			pos, err := k.StoredPositions(ctx, "in", []string{"in/0"})
+			got <- result{pos, err}
+		}()
+		select {
+		case <-waiting:
+		case <-time.After(30 * time.Second):
+			t.Error("StoredPositions never waited for the open transaction")
+		}
+	}
+	k.step.Store(&step)
+	writeGroup(t, k, eosRecords(0, 5), 5)
+	sg, err := k.Seal(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sg.Persist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil || r.pos["in/0"] != 5 {
+		t.Fatalf("StoredPositions during the group's Persist returned %v, %v; want in/0 at 5, the group's own commit", r.pos, r.err)
+	}
+}

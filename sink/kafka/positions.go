@@ -71,6 +71,10 @@ type posLog struct {
 	watched map[int64]bool
 
 	cover atomic.Pointer[map[posKey]connector.Position] // a copy of view for Write's filter
+
+	// waiting, when set (by tests), is called when a read to the log's end
+	// first finds a transaction open, before it lets go of mu.
+	waiting func()
 }
 
 func newPosLog(cl *kgo.Client, topic, pipeline, sink string, maxWait time.Duration) *posLog {
@@ -157,7 +161,7 @@ func (l *posLog) start(ctx context.Context) error {
 	if o, ok := starts.Lookup(l.topic, 0); ok && o.Err == nil {
 		l.cursor = o.Offset
 	}
-	return l.readLocked(ctx, -1)
+	return l.readToEnd(ctx)
 }
 
 func (l *posLog) locateRetry(ctx context.Context) error {
@@ -179,53 +183,82 @@ func (l *posLog) locateRetry(ctx context.Context) error {
 
 // readLocked reads the log up to target (for the fence: the offset of the
 // caller's own first positions record, which is in an open transaction),
-// waiting up to maxWait for the transactions before it to end; or, with
-// target -1, up to its end as of the first fetch, waiting up to storedWait
-// for the transactions open then (for StoredPositions).
-// The caller holds mu.
+// waiting up to maxWait for the transactions before it to end. The caller
+// holds mu.
 func (l *posLog) readLocked(ctx context.Context, target int64) error {
 	deadline := time.Now().Add(l.maxWait)
-	soft := false
-	changed := false
-	defer func() {
-		if changed {
-			l.publish()
-		}
-	}()
-	for target < 0 || l.cursor < target {
-		if !soft && time.Now().After(deadline) {
+	for l.cursor < target {
+		if time.Now().After(deadline) {
 			return fmt.Errorf("reading positions_topic %s: a transaction of another writer before offset %d stayed open for %v (a process that stopped while committing: its transaction ends when its transaction_timeout passes)", l.topic, target, l.maxWait)
 		}
-		fp, next, err := l.fetch(ctx)
-		if err != nil {
+		if _, err := l.readStep(ctx); err != nil {
 			return err
 		}
-		for _, r := range fp.Records {
-			if _, ok := l.watched[r.Offset]; ok {
-				l.watched[r.Offset] = true
+	}
+	return nil
+}
+
+// readStep fetches the log once from the cursor, applies what it read and
+// moves the cursor past it, and returns the partition's high watermark. The
+// caller holds mu.
+func (l *posLog) readStep(ctx context.Context) (int64, error) {
+	fp, next, err := l.fetch(ctx)
+	if err != nil {
+		return 0, err
+	}
+	changed := false
+	for _, r := range fp.Records {
+		if _, ok := l.watched[r.Offset]; ok {
+			l.watched[r.Offset] = true
+		}
+		if l.apply(r) {
+			changed = true
+		}
+	}
+	if next > l.cursor {
+		l.cursor = next
+	}
+	if changed {
+		l.publish()
+	}
+	return fp.HighWatermark, nil
+}
+
+// readToEnd reads the log up to its end as of the first fetch, waiting up
+// to storedWait for the transactions open then (see stored), with mu let go
+// between fetches. The caller holds mu.
+func (l *posLog) readToEnd(ctx context.Context) error {
+	deadline := time.Now().Add(storedWait)
+	from := l.cursor
+	hw, err := l.readStep(ctx)
+	if err != nil {
+		return err
+	}
+	target := max(hw, l.cursor)
+	moved := l.cursor > from
+	if l.cursor < target && l.waiting != nil {
+		l.waiting()
+	}
+	for l.cursor < target && time.Now().Before(deadline) {
+		l.mu.Unlock()
+		if !moved {
+			// Nothing new in the last fetch: a transaction still open.
+			t := time.NewTimer(storedPause)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
 			}
-			if l.apply(r) {
-				changed = true
-			}
 		}
-		if next > l.cursor {
-			l.cursor = next
+		l.mu.Lock()
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		if target < 0 {
-			// Up to the end the first fetch saw: the transactions open then
-			// (a commit whose markers are on their way, the commit of the
-			// partition's last owner) are waited for, a little.
-			target = max(fp.HighWatermark, l.cursor)
-			if d := time.Now().Add(storedWait); d.Before(deadline) {
-				deadline = d
-			}
-			soft = true
+		from = l.cursor
+		if _, err := l.readStep(ctx); err != nil {
+			return err
 		}
-		if soft && l.cursor < target && time.Now().After(deadline) {
-			// A transaction still open is a writer's that stopped: what it
-			// stores, if it ever commits, the fence checks.
-			return nil
-		}
+		moved = l.cursor > from
 	}
 	return nil
 }
@@ -233,6 +266,10 @@ func (l *posLog) readLocked(ctx context.Context, target int64) error {
 // storedWait is the most StoredPositions waits for transactions that were
 // open when it was called.
 const storedWait = 5 * time.Second
+
+// storedPause is how long StoredPositions lets go of the log between two
+// fetches while it waits.
+const storedPause = 10 * time.Millisecond
 
 // fetch fetches the partition from the cursor, read_committed.
 func (l *posLog) fetch(ctx context.Context) (kgo.FetchPartition, int64, error) {
@@ -312,10 +349,20 @@ func (l *posLog) apply(r *kgo.Record) bool {
 
 // stored returns the view's positions of the named partitions after
 // reading the log to its last stable offset.
+//
+// It reads up to the log's end as of its first fetch: the transactions open
+// then (a commit whose markers are on their way, the commit of the
+// partition's last owner, a group of this sink being persisted) are waited
+// for, up to storedWait; one still open after that is a writer's that
+// stopped, and what it stores, if it ever commits, the fence checks. Between
+// fetches it lets go of mu, since the transaction it waits for may be this
+// sink's own, whose fence and confirm need mu before it can commit: held
+// throughout, every StoredPositions during a Persist waited out storedWait
+// and missed that group's positions.
 func (l *posLog) stored(ctx context.Context, source string, partitions []string) (map[string]connector.Position, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.readLocked(ctx, -1); err != nil {
+	if err := l.readToEnd(ctx); err != nil {
 		return nil, err
 	}
 	out := map[string]connector.Position{}
