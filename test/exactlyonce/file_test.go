@@ -175,17 +175,17 @@ func (sc *fileScenario) run(minKills, maxKills int) string {
 			kill = time.After(minDelay + time.Duration(rng.Int64N(int64(bound-minDelay))))
 		}
 		select {
-		case <-p.done:
-			if p.err != nil {
-				t.Fatalf("seed %d: weir exited with %v:\n%s", s, p.err, tail(p.log, 30))
+		case <-p.Done:
+			if p.Err != nil {
+				t.Fatalf("seed %d: weir exited with %v:\n%s", s, p.Err, tail(p.Log, 30))
 			}
 			if sc.kills < minKills {
 				t.Fatalf("seed %d: the pipeline finished after %d kills; the test needs %d", s, sc.kills, minKills)
 			}
 			sc.look("end")
-			return tail(p.log, 8)
+			return tail(p.Log, 8)
 		case <-kill:
-			p.kill()
+			p.Kill()
 			sc.kills++
 			done := sc.look(fmt.Sprintf("kill %d", sc.kills))
 			t.Logf("kill %d at %v: a reader sees %.1f%% of the records", sc.kills, time.Since(sc.start).Round(time.Millisecond), 100*done)

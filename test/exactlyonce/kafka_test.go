@@ -190,7 +190,7 @@ func unsafeMarker(kind string) string {
 func (c *chaos) waitMarker(p *proc) {
 	marker := unsafeMarker(c.markers[c.kills%len(c.markers)])
 	count := func() int {
-		b, _ := os.ReadFile(p.log)
+		b, _ := os.ReadFile(p.Log)
 		return strings.Count(string(b), marker)
 	}
 	n := count()
@@ -341,7 +341,7 @@ func (c *chaos) stop(name string, rng *rand.Rand) string {
 	}
 	victim, survivor := ids[name], ids[other[name]]
 	p := c.members[name]
-	_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+	_ = p.Cmd.Process.Signal(syscall.SIGSTOP)
 	stopped := time.Now()
 	evicted := time.Duration(-1)
 	g, moved := c.waitGroup(maxStop, func(g groupView) bool {
@@ -353,7 +353,7 @@ func (c *chaos) stop(name string, rng *rand.Rand) string {
 	if moved {
 		time.Sleep(time.Duration(rng.Int64N(int64(time.Second))))
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	_ = p.Cmd.Process.Signal(syscall.SIGCONT)
 	d := time.Since(stopped).Round(time.Millisecond)
 	switch {
 	case evicted < 0:
@@ -407,7 +407,7 @@ func (c *chaos) run(kills, stops int) {
 			if c.onMarker {
 				c.waitMarker(p)
 			}
-			p.kill()
+			p.Kill()
 			c.kills++
 			time.Sleep(time.Duration(rng.Int64N(int64(500 * time.Millisecond))))
 			c.start(name)
@@ -421,34 +421,34 @@ func (c *chaos) run(kills, stops int) {
 	}
 	c.produce(c.n)
 	for name, p := range c.members {
-		if !p.running() {
-			t.Fatalf("member %s exited by itself: %v\n%s", name, p.err, tail(p.log, 30))
+		if !p.Running() {
+			t.Fatalf("member %s exited by itself: %v\n%s", name, p.Err, tail(p.Log, 30))
 		}
 	}
 	weirtest.WaitFor(t, "the group to commit the whole input", 4*time.Minute, func() bool { return c.committed() >= int64(c.n) })
 	for name, p := range c.members {
 		// A member started again after the last kill may not have caught
 		// signals yet when the other has committed the rest.
-		weirtest.WaitRunning(t, "member "+name, p.log, p.from)
-		if err := p.stop(t); err != nil {
+		weirtest.WaitRunning(t, "member "+name, p.Log, p.From)
+		if err := p.Stop(t, time.Minute); err != nil {
 			if c.onMarker {
 				// The unsafe variants' pauses may outlast the shutdown.
 				t.Logf("member %s exited with %v after SIGTERM", name, err)
 				continue
 			}
-			t.Errorf("member %s exited with %v after SIGTERM:\n%s", name, err, tail(p.log, 30))
+			t.Errorf("member %s exited with %v after SIGTERM:\n%s", name, err, tail(p.Log, 30))
 		}
 	}
 	fenced, markers := 0, 0
 	for _, p := range c.members {
-		b, _ := os.ReadFile(p.log)
+		b, _ := os.ReadFile(p.Log)
 		fenced += strings.Count(string(b), "fenced")
 		markers += strings.Count(string(b), "unsafe_eos: ")
 	}
 	if c.onMarker {
 		t.Logf("the unsafe variants paused between their two steps %d times", markers)
 	}
-	t.Logf("%d SIGKILLs, %d SIGSTOP cycles (%d evicted the member) in %v; %d log lines of fenced commits; a's summary:\n%s", c.kills, c.stops, c.evictions, time.Since(start).Round(time.Second), fenced, tail(c.members["a"].log, 8))
+	t.Logf("%d SIGKILLs, %d SIGSTOP cycles (%d evicted the member) in %v; %d log lines of fenced commits; a's summary:\n%s", c.kills, c.stops, c.evictions, time.Since(start).Round(time.Second), fenced, tail(c.members["a"].Log, 8))
 }
 
 // outputCount is what a read_committed consumer found in the output.

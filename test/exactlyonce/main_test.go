@@ -10,8 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -35,36 +33,17 @@ func size(short, long int) int {
 	return short
 }
 
-// binDir holds the binaries built for the tests, one per set of build tags.
-var (
-	binDir string
-	binMu  sync.Mutex
-	bins   = map[string]string{}
-)
+// bins holds the binaries built for the tests, one per set of build tags.
+var bins weirtest.Binaries
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	d, err := os.MkdirTemp("", "weir-test-exactlyonce-")
-	if err != nil {
-		panic(err)
-	}
-	binDir = d
 	code := m.Run()
-	os.RemoveAll(d)
+	bins.Remove()
 	os.Exit(code)
 }
 
-func buildWeir(t *testing.T, tags string) string {
-	t.Helper()
-	binMu.Lock()
-	defer binMu.Unlock()
-	if bin, ok := bins[tags]; ok {
-		return bin
-	}
-	bin := weirtest.Build(t, binDir, tags)
-	bins[tags] = bin
-	return bin
-}
+func buildWeir(t *testing.T, tags string) string { return bins.Build(t, tags) }
 
 func seed(t *testing.T) uint64 {
 	s := *seedFlag
@@ -76,82 +55,16 @@ func seed(t *testing.T) uint64 {
 }
 
 // proc is one running `weir run`.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	from int64 // the log's size when the process started (earlier runs appended to it)
-	done chan struct{}
-	err  error // valid once done is closed
-}
+type proc = weirtest.Proc
 
+// startWeir runs `weir run -c cfg` with env added, its output appended to
+// name.log beside cfg (proc's Name is name).
 func startWeir(t *testing.T, bin, cfg, name string, env []string) *proc {
 	t.Helper()
-	logPath := filepath.Join(filepath.Dir(cfg), name+".log")
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "run", "-c", cfg)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{name: name, cmd: cmd, log: logPath, from: st.Size(), done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		select {
-		case <-p.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	return p
+	return weirtest.Start(t, bin, filepath.Join(filepath.Dir(cfg), name+".log"), env, "run", "-c", cfg)
 }
 
-func (p *proc) running() bool {
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
-}
-
-func (p *proc) kill() {
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
-}
-
-// stop ends p with SIGTERM and returns its exit error, failing t if it does
-// not end within a minute.
-func (p *proc) stop(t *testing.T) error {
-	t.Helper()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(time.Minute):
-		t.Fatalf("%s did not stop within a minute of SIGTERM:\n%s", p.name, tail(p.log, 30))
-	}
-	return p.err
-}
-
-func tail(path string, n int) string {
-	b, _ := os.ReadFile(path)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
+func tail(path string, n int) string { return weirtest.Tail(path, n) }
 
 // chunkCount is what the reader script found in a file sink's directory.
 type chunkCount struct {
