@@ -10,7 +10,9 @@
 // Write encodes records into rows in COPY's text format, from the record's
 // JSON bytes (numbers keep their literal), and rejects a record it cannot
 // turn into a row, naming the column. Flush, or the Persist of a sealed
-// group, runs the transaction and returns nil only after COMMIT returned. A
+// group, runs the transaction and returns nil only after COMMIT returned; a
+// sealed group's transaction begins at Seal, which copies its rows on a
+// connection of its own while the group before it commits (ahead.go). A
 // row the server refuses for its data fails the whole COPY; the sink then
 // finds the refused rows (refuse.go) and rejects them when the runtime
 // writes the group again.

@@ -343,14 +343,7 @@ func TestPositionsStoredAndRowsTheyCoverSkipped(t *testing.T) {
 	a, b := newSink(t, db, edit), newSink(t, db, edit)
 	write := func(s *postgres.Sink, first, n int64) {
 		t.Helper()
-		vals := make([]string, n)
-		for i := range vals {
-			vals[i] = fmt.Sprintf(`{"off":%d}`, first+int64(i))
-		}
-		if err := s.Write(ctx, recsAt("p", first, vals...)); err != nil {
-			t.Fatal(err)
-		}
-		s.GroupPositions([]connector.GroupPosition{{Source: "in", Partition: "p", Position: connector.Position(first + n)}})
+		writeRange(t, s, first, n)
 		if err := s.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}

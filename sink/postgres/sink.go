@@ -627,6 +627,9 @@ func (s *Sink) Describe() string {
 	if n := s.refused.Load(); n > 0 {
 		d += fmt.Sprintf(", %d refused by the server", n)
 	}
+	if n := s.aheadAgain.Load(); n > 0 {
+		d += fmt.Sprintf(", %s copied ahead and written again the classic way", words.Plural(n, "group"))
+	}
 	return d
 }
 
