@@ -61,8 +61,10 @@ type fileScenario struct {
 	start time.Time
 	// What a reader has seen so far: the visible chunks read (each once: a
 	// visible chunk never changes) and the ids in them.
-	read       map[string]bool
-	seen       map[int64]int
+	read map[string]bool
+	seen map[int64]int
+	// seenShare is the share of the expected records seen at the last look.
+	seenShare  float64
 	violations []string
 }
 
@@ -148,7 +150,8 @@ func (sc *fileScenario) look(when string) float64 {
 		}
 		return nil
 	})
-	return float64(len(sc.seen)) / float64(sc.expected())
+	sc.seenShare = float64(len(sc.seen)) / float64(sc.expected())
+	return sc.seenShare
 }
 
 // run kills weir after a random delay, looks, and restarts it, until it has
@@ -171,11 +174,19 @@ func (sc *fileScenario) run(minKills, maxKills int) string {
 		}
 		p := startWeir(t, sc.bin, cfg, "weir", sc.env)
 		var kill <-chan time.Time
+		ahead := 2.0 // what a reader sees when this run is killed anyway
 		if sc.kills < maxKills {
 			kill = time.After(minDelay + time.Duration(rng.Int64N(int64(bound-minDelay))))
+			// A quiet machine writes the short input in half a second,
+			// start to end: a delay alone can let one run carry most of it.
+			// So the reader looks while weir runs, and the run is killed as
+			// soon as it sees this run's share of what is left (the kills
+			// still needed share it, at a random half to all of the share).
+			if need := minKills - sc.kills; need > 0 {
+				ahead = sc.seenShare + (1-sc.seenShare)/float64(need+1)*(0.5+rng.Float64()/2)
+			}
 		}
-		select {
-		case <-p.Done:
+		if !sc.runUntilKill(p, kill, ahead) {
 			if p.Err != nil {
 				t.Fatalf("seed %d: weir exited with %v:\n%s", s, p.Err, tail(p.Log, 30))
 			}
@@ -184,17 +195,39 @@ func (sc *fileScenario) run(minKills, maxKills int) string {
 			}
 			sc.look("end")
 			return tail(p.Log, 8)
+		}
+		sc.kills++
+		done := sc.look(fmt.Sprintf("kill %d", sc.kills))
+		t.Logf("kill %d at %v: a reader sees %.1f%% of the records", sc.kills, time.Since(sc.start).Round(time.Millisecond), 100*done)
+		// Keep the delays near the progress: shorter when the output is
+		// ahead of the kills, longer when it is behind, and grown slowly (a
+		// bound grown fast carries several kills' worth at once).
+		if done > float64(sc.kills)/float64(minKills+10) {
+			bound = max(minDelay+50*time.Millisecond, bound*6/10)
+		} else {
+			bound = min(maxDelay, bound*23/20)
+		}
+	}
+}
+
+// runUntilKill looks at the output every 10 ms while p runs, and kills p
+// when kill fires or the reader sees at least the share ahead of the
+// expected records. It reports whether it killed p; false means p exited by
+// itself.
+func (sc *fileScenario) runUntilKill(p *proc, kill <-chan time.Time, ahead float64) bool {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.Done:
+			return false
 		case <-kill:
 			p.Kill()
-			sc.kills++
-			done := sc.look(fmt.Sprintf("kill %d", sc.kills))
-			t.Logf("kill %d at %v: a reader sees %.1f%% of the records", sc.kills, time.Since(sc.start).Round(time.Millisecond), 100*done)
-			// Keep the kills ahead of the progress: shorter delays when the
-			// output is ahead of them, longer when it is behind.
-			if done > float64(sc.kills)/float64(minKills+4) {
-				bound = max(minDelay+50*time.Millisecond, bound*6/10)
-			} else {
-				bound = min(maxDelay, bound*13/10)
+			return true
+		case <-tick.C:
+			if sc.look("while weir runs") >= ahead {
+				p.Kill()
+				return true
 			}
 		}
 	}
