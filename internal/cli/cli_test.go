@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"io"
 	"os"
@@ -392,5 +393,38 @@ func TestRunCPUProfile(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "missing", "cpu.pprof")
 	if code, _, stderr := runCLI("run", "-c", cfg, "--cpuprofile", bad); code != ExitRuntime || !strings.Contains(stderr, "cpuprofile") {
 		t.Fatalf("exit %d, stderr %q; want %d naming cpuprofile", code, stderr, ExitRuntime)
+	}
+}
+
+// --memprofile writes the run's allocations (a gzipped profile naming the
+// allocations' sample types and the pipeline's own functions); an
+// unwritable path is a runtime error before the pipeline starts.
+func TestRunMemProfile(t *testing.T) {
+	cfg := writeConfig(t, okConfig)
+	prof := filepath.Join(t.TempDir(), "mem.pprof")
+	if code, _, stderr := runCLI("run", "-c", cfg, "--memprofile", prof); code != ExitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	f, err := os.Open(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s is not a gzipped profile: %v", prof, err)
+	}
+	b, err := io.ReadAll(gz)
+	if err != nil {
+		t.Fatalf("%s: %v", prof, err)
+	}
+	for _, want := range []string{"alloc_space", "inuse_space", "weir/pipeline."} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("the profile does not name %q", want)
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "missing", "mem.pprof")
+	if code, _, stderr := runCLI("run", "-c", cfg, "--memprofile", bad); code != ExitRuntime || !strings.Contains(stderr, "memprofile") {
+		t.Fatalf("exit %d, stderr %q; want %d naming memprofile", code, stderr, ExitRuntime)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -103,6 +104,7 @@ func (c *command) run(args []string) int {
 	lf.register(fs)
 	watch := fs.Bool("watch", false, "reload the configuration when its file changes, as SIGHUP does")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` (go tool pprof FILE)")
+	memProfile := fs.String("memprofile", "", "write the run's allocations and its heap at the end to `FILE` (go tool pprof -sample_index=alloc_space FILE)")
 	var resets listFlag
 	fs.Var(&resets, "reset-state", "move the state file of `SOURCE` aside before the run (kept as FILE.reset-TIME), so that the source starts afresh as without one; for a state file that is empty or damaged, or to read again on purpose. Repeatable")
 	dir := fs.String("d", "", "run every pipeline file (*.yaml, *.yml) of `DIR`, each as a pipeline of its own (docs/pipelines.md)")
@@ -115,8 +117,8 @@ func (c *command) run(args []string) int {
 		switch {
 		case fs.NArg() > 0:
 			return c.usageErr(fs.Name(), fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
-		case *cpuProfile != "" || len(resets) > 0:
-			return c.usageErr(fs.Name(), "--cpuprofile and --reset-state take one pipeline (-c FILE); with -d, reset a source through the API (weir pipelines reset)")
+		case *cpuProfile != "" || *memProfile != "" || len(resets) > 0:
+			return c.usageErr(fs.Name(), "--cpuprofile, --memprofile and --reset-state take one pipeline (-c FILE); with -d, reset a source through the API (weir pipelines reset)")
 		}
 		return c.runFleet(&cf, *dir, *watch, *api, *tokenFile, lf)
 	}
@@ -174,6 +176,18 @@ func (c *command) run(args []string) int {
 			return ExitRuntime
 		}
 		defer stopProfile()
+	}
+	if *memProfile != "" {
+		writeHeap, err := heapProfile(*memProfile)
+		if err != nil {
+			vo.say(slog.LevelError, "weir: "+err.Error(), "memory profile", "err", err.Error())
+			return ExitRuntime
+		}
+		defer func() {
+			if err := writeHeap(); err != nil {
+				vo.say(slog.LevelError, "weir: "+err.Error(), "memory profile", "err", err.Error())
+			}
+		}()
 	}
 	sd, err := sdnotify.FromEnv()
 	if err != nil {
@@ -502,6 +516,28 @@ func startCPUProfile(path string) (func(), error) {
 		return nil, fmt.Errorf("cpuprofile: %w", err)
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// heapProfile creates path, so that an unwritable one fails before the run,
+// and returns the function that writes the allocations profile (every
+// allocation sampled since the start, and the heap live at the last
+// collection) to it at the end.
+func heapProfile(path string) (func() error, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("memprofile: %w", err)
+	}
+	return func() error {
+		runtime.GC() // the live heap as of now, not of the last cycle
+		err := pprof.Lookup("allocs").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("memprofile: %w", err)
+		}
+		return nil
+	}, nil
 }
 
 // exitCode is the exit code of a run that ended with err, having left
