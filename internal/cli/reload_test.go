@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/weir-etl/weir/config"
+	"github.com/weir-etl/weir/internal/testkit/weirtest"
 	"github.com/weir-etl/weir/pipeline"
 	"go.uber.org/goleak"
 )
@@ -320,18 +321,10 @@ func TestSummaryCountsEveryRun(t *testing.T) {
 		t.Fatalf("exit %d\n%s", c, stderr)
 	}
 	got := len(written(t, dir))
-	t.Logf("%d lines, %d records written; the summary:\n%s", n, got, lastLines(stderr.String(), 5))
+	t.Logf("%d lines, %d records written; the summary:\n%s", n, got, weirtest.Last(stderr.String(), 5))
 	for _, want := range []string{fmt.Sprintf("%d records read", got), fmt.Sprintf("%d written", got)} {
 		if !strings.Contains(stderr.String(), want) {
-			t.Errorf("after %d reloads the summary lacks %q (%d lines in, %d records written):\n%s", runs, want, n, got, lastLines(stderr.String(), 6))
+			t.Errorf("after %d reloads the summary lacks %q (%d lines in, %d records written):\n%s", runs, want, n, got, weirtest.Last(stderr.String(), 6))
 		}
 	}
-}
-
-func lastLines(s string, k int) string {
-	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(l) > k {
-		l = l[len(l)-k:]
-	}
-	return strings.Join(l, "\n")
 }

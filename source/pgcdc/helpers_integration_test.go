@@ -8,13 +8,13 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/internal/testkit/pgcdctest"
+	"github.com/weir-etl/weir/internal/testkit/weirtest"
 	"github.com/weir-etl/weir/pipeline"
 	"github.com/weir-etl/weir/record"
 	"github.com/weir-etl/weir/source/pgcdc"
@@ -180,16 +180,11 @@ func (r *run) waitRecords(n int, within time.Duration) []out {
 	pgcdctest.Poll(r.t, within, "records in the sink", func() bool {
 		select {
 		case <-r.done:
-			r.t.Fatalf("the pipeline ended early: %v\n%s", r.err, tail(r.logs.String(), 30))
+			r.t.Fatalf("the pipeline ended early: %v\n%s", r.err, weirtest.Last(r.logs.String(), 30))
 		default:
 		}
 		got = r.sink.all()
 		return len(got) >= n
 	})
 	return got
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

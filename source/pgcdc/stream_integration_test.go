@@ -15,6 +15,7 @@ import (
 	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/internal/testkit/pgcdctest"
+	"github.com/weir-etl/weir/internal/testkit/weirtest"
 	"github.com/weir-etl/weir/source/pgcdc"
 )
 
@@ -76,7 +77,7 @@ func TestConnectionLossReconnects(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := strings.Count(r.logs.String(), "replication connection lost"); n < rounds {
-		t.Errorf("%d reconnections logged, want %d:\n%s", n, rounds, tail(r.logs.String(), 20))
+		t.Errorf("%d reconnections logged, want %d:\n%s", n, rounds, weirtest.Last(r.logs.String(), 20))
 	}
 }
 
@@ -158,7 +159,7 @@ func TestKeepalivesAnsweredWithoutAdvancing(t *testing.T) {
 		t.Fatalf("the walsender changed (%d to %d, active %v): the server dropped the connection", s0.PID, s.PID, s.Active)
 	}
 	if strings.Contains(r.logs.String(), "connection lost") {
-		t.Fatalf("the connection was lost:\n%s", tail(r.logs.String(), 10))
+		t.Fatalf("the connection was lost:\n%s", weirtest.Last(r.logs.String(), 10))
 	}
 	// A change still flows, and is then confirmed.
 	db.Exec(`INSERT INTO t VALUES (1)`)
@@ -286,7 +287,7 @@ func waitStreaming(t *testing.T, r *run, db *pgcdctest.DB, slot string) {
 	pgcdctest.Poll(t, 30*time.Second, "the slot streamed", func() bool {
 		select {
 		case <-r.done:
-			t.Fatalf("the pipeline ended: %v\n%s", r.err, tail(r.logs.String(), 20))
+			t.Fatalf("the pipeline ended: %v\n%s", r.err, weirtest.Last(r.logs.String(), 20))
 		default:
 		}
 		s := db.Slot(slot)

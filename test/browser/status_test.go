@@ -339,7 +339,7 @@ func startWeir(t *testing.T, bin, cfg string) *weirProcess {
 		w.stop(t)
 		if t.Failed() {
 			w.mu.Lock()
-			t.Logf("weir's log (%s):\n%s", cfg, tail(w.logs.String(), 60))
+			t.Logf("weir's log (%s):\n%s", cfg, weirtest.Last(w.logs.String(), 60))
 			w.mu.Unlock()
 		}
 	})
@@ -370,11 +370,6 @@ func (w *weirProcess) stop(t *testing.T) {
 		<-w.done
 		t.Error("weir did not stop within a minute of SIGTERM")
 	}
-}
-
-func tail(s string, lines int) string {
-	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(ls[max(0, len(ls)-lines):], "\n")
 }
 
 // browser starts a headless chromium with a window of w x h and a fresh

@@ -186,21 +186,13 @@ func (e *env) start(args ...string) *weir {
 		}
 		if e.t.Failed() {
 			b, _ := os.ReadFile(logPath)
-			e.t.Logf("log of run %s:\n%s", filepath.Base(logPath), lastLines(b, 30))
+			e.t.Logf("log of run %s:\n%s", filepath.Base(logPath), weirtest.Last(string(b), 30))
 		} else if testing.Verbose() {
 			b, _ := os.ReadFile(logPath)
-			e.t.Logf("log of run %s:\n%s", filepath.Base(logPath), lastLines(b, 30))
+			e.t.Logf("log of run %s:\n%s", filepath.Base(logPath), weirtest.Last(string(b), 30))
 		}
 	})
 	return w
-}
-
-func lastLines(b []byte, n int) string {
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // stop sends sig and returns the exit code.

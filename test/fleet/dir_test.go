@@ -90,10 +90,10 @@ func TestE2EEditOnePipeline(t *testing.T) {
 	_ = w.cmd.Process.Signal(syscall.SIGTERM)
 	<-w.done
 	if w.err != nil {
-		t.Fatalf("weir exited: %v\n%s", w.err, tail(w.stderr.String(), 20))
+		t.Fatalf("weir exited: %v\n%s", w.err, weirtest.Last(w.stderr.String(), 20))
 	}
 	if want := fmt.Sprintf("pipeline edited: stopped after %d runs (%d reloads): %d read, %d written", edits+1, edits, all, all); !strings.Contains(w.stderr.String(), want) {
-		t.Errorf("the summary lacks %q:\n%s", want, tail(w.stderr.String(), 20))
+		t.Errorf("the summary lacks %q:\n%s", want, weirtest.Last(w.stderr.String(), 20))
 	}
 }
 
@@ -119,6 +119,6 @@ func TestE2EOneFails(t *testing.T) {
 	_ = w.cmd.Process.Signal(syscall.SIGTERM)
 	<-w.done
 	if code := w.cmd.ProcessState.ExitCode(); code != 3 || !strings.Contains(w.stderr.String(), "1 of 2 pipelines failed (broken)") {
-		t.Fatalf("exit %d, want 3 with the failed pipeline named:\n%s", code, tail(w.stderr.String(), 10))
+		t.Fatalf("exit %d, want 3 with the failed pipeline named:\n%s", code, weirtest.Last(w.stderr.String(), 10))
 	}
 }

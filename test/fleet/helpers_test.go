@@ -58,7 +58,7 @@ func start(t *testing.T, bin, addr string, env []string, args ...string) *weir {
 			<-w.done
 		}
 		if t.Failed() {
-			t.Logf("weir's stderr:\n%s", tail(w.stderr.String(), 40))
+			t.Logf("weir's stderr:\n%s", weirtest.Last(w.stderr.String(), 40))
 		}
 	})
 	host := strings.Replace(addr, "0.0.0.0", "127.0.0.1", 1)
@@ -77,14 +77,6 @@ func start(t *testing.T, bin, addr string, env []string, args ...string) *weir {
 		return resp.StatusCode == 200
 	})
 	return w
-}
-
-func tail(s string, n int) string {
-	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(l) > n {
-		l = l[len(l)-n:]
-	}
-	return strings.Join(l, "\n")
 }
 
 // call sends a request to the API and returns the status and body.

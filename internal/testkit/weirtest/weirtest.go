@@ -192,6 +192,11 @@ func WaitRunning(t testing.TB, name, logPath string, from int64) {
 // read): a failure shows how the run ended without the whole log.
 func Tail(path string, n int) string {
 	b, _ := os.ReadFile(path)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return Last(string(b), n)
+}
+
+// Last returns the last n lines of s, without its final line end.
+func Last(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
