@@ -65,7 +65,7 @@ func runStall(dir, in string) {
 func stallMain(in string) {
 	run := filepath.Join(*workDir, "stall")
 	os.RemoveAll(run)
-	yaml := fmt.Sprintf(pipelineYAML, in, run, fmt.Sprintf(sinkYAML, "a", run, true, false), filterYAML)
+	yaml := fmt.Sprintf(pipelineYAML, in, run, fmt.Sprintf(sinkYAML, "a", run, true, false, ""), filterYAML, "")
 	spec, err := config.Parse("stall.yaml", []byte(yaml))
 	if err != nil {
 		log.Fatal(err)
