@@ -38,6 +38,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/weir-etl/weir/bench/internal/proc"
 )
 
 var (
@@ -128,10 +130,10 @@ const sinkYAML = `  out_%[1]s:
 
 // The small-memory case's settings (docs/deploy.md, *A small weir*): what the
 // source reads ahead and a group holds, bounded low, and the collector run
-// at half the heap's growth, for a peak RSS below Benthos' on the same
-// workload.
+// at 30% of the heap's growth, for a peak RSS below Benthos' on the same
+// workloads.
 const (
-	smallEnv        = "GOGC=50"
+	smallEnv        = "GOGC=30"
 	smallSourceYAML = `
     max_in_flight_bytes: 1MiB
     batch_size: 500
@@ -218,6 +220,7 @@ func main() {
 		{"map5, 1 sink, acks on", 1, true, true, true, false, false},
 		{"1 sink, acks off", 1, false, false, false, false, false}, {"2 sinks, acks on", 2, true, false, false, false, false}, {"2 sinks, acks off", 2, false, false, false, false, false},
 		{"1 sink, small memory", 1, true, false, false, false, true},
+		{"map, 1 sink, small memory", 1, true, true, false, false, true}, {"2 sinks, small memory", 2, true, false, false, false, true},
 	}
 	var cases []bcase
 	for _, c := range all {
@@ -352,12 +355,18 @@ func measured(what string, cmd *exec.Cmd) sample {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	start := time.Now()
-	if err := cmd.Run(); err != nil {
+	if err := cmd.Start(); err != nil {
+		log.Fatalf("%s: %v", what, err)
+	}
+	peak := proc.Watch(cmd.Process.Pid)
+	err := cmd.Wait()
+	wall := time.Since(start)
+	rss := peak.Stop()
+	if err != nil {
 		log.Fatalf("%s: %v\n%s", what, err, stderr.String())
 	}
-	wall := time.Since(start)
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	return sample{wall: wall, cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), rssMB: float64(ru.Maxrss) / 1024} // Linux: maxrss in KiB
+	return sample{wall: wall, cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), rssMB: rss}
 }
 
 // runBenthos runs Benthos's filter once, from an empty output directory,

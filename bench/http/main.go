@@ -46,6 +46,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/weir-etl/weir/bench/internal/proc"
 )
 
 var (
@@ -258,58 +260,11 @@ func bareCommand(dir, addr string) *exec.Cmd {
 }
 
 // usage returns the CPU seconds of the ended cmd and the peak RSS its
-// sampler saw. (The rusage's maxrss of a child started with vfork counts
-// this process's memory at the fork, so it is not used.)
-func usage(cmd *exec.Cmd, peak *hwm) (cpu, rssMiB float64) {
+// sampler saw (proc.Peak says why not the rusage's maxrss).
+func usage(cmd *exec.Cmd, peak *proc.Peak) (cpu, rssMiB float64) {
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-	return cpu, peak.stop()
-}
-
-// hwm samples a process's VmHWM (its peak resident set) every 20 ms.
-type hwm struct {
-	pid  int
-	kb   atomic.Int64
-	done chan struct{}
-	wg   sync.WaitGroup
-}
-
-func sampleHWM(pid int) *hwm {
-	h := &hwm{pid: pid, done: make(chan struct{})}
-	h.wg.Go(func() {
-		for {
-			h.read()
-			select {
-			case <-h.done:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	})
-	return h
-}
-
-func (h *hwm) read() {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", h.pid))
-	if err != nil {
-		return
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			var kb int64
-			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
-			if kb > h.kb.Load() {
-				h.kb.Store(kb)
-			}
-		}
-	}
-}
-
-// stop ends the sampling and returns the peak in MiB.
-func (h *hwm) stop() float64 {
-	close(h.done)
-	h.wg.Wait()
-	return float64(h.kb.Load()) / 1024
+	return cpu, peak.Stop()
 }
 
 // runIn posts every record to a server and stops it once all are answered.
@@ -335,7 +290,7 @@ func runIn(eng, bin, here, dir string, body [][]byte, r int) sample {
 	if err := cmd.Start(); err != nil {
 		log.Fatal(err)
 	}
-	peak := sampleHWM(cmd.Process.Pid)
+	peak := proc.Watch(cmd.Process.Pid)
 	url := "http://" + addr + "/ingest"
 	waitUp(addr)
 	var next atomic.Int64
@@ -368,7 +323,7 @@ func runIn(eng, bin, here, dir string, body [][]byte, r int) sample {
 	}
 	wg.Wait()
 	wall := time.Since(t0).Seconds()
-	peak.read()
+	peak.Sample()
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()
 	cpu, rss := usage(cmd, peak)
@@ -411,7 +366,7 @@ func runOut(eng, bin, here, dir, input string) sample {
 	if err := cmd.Start(); err != nil {
 		log.Fatal(err)
 	}
-	peak := sampleHWM(cmd.Process.Pid)
+	peak := proc.Watch(cmd.Process.Pid)
 	if err := cmd.Wait(); err != nil {
 		b, _ := os.ReadFile(filepath.Join(dir, "log"))
 		log.Fatalf("%s out: %v\n%s", eng, err, b)

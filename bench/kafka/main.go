@@ -28,7 +28,8 @@
 //     default cases.
 //
 // Every run is a child process of its own (this command started again), so
-// that its CPU time and peak RSS (getrusage of the child) are its own; the
+// that its CPU time (getrusage of the child) and peak RSS (its VmHWM,
+// sampled: proc.Peak says why not the rusage's maxrss) are its own; the
 // child also samples its RSS every 50 ms. A weir run is built from YAML by
 // package config and run by pipeline.Run, as `weir run` does; a thin wrapper
 // around the sink counts the records it wrote and those of every group it
@@ -73,6 +74,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/weir-etl/weir/bench/internal/proc"
 )
 
 var (
@@ -214,7 +217,13 @@ func spawn(self, c string, run int) (measure, time.Duration, float64, error) {
 	cmd := exec.Command(self, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
-	if err := cmd.Run(); err != nil {
+	if err := cmd.Start(); err != nil {
+		return measure{}, 0, 0, fmt.Errorf("child: %v", err)
+	}
+	peak := proc.Watch(cmd.Process.Pid)
+	err := cmd.Wait()
+	rss := peak.Stop()
+	if err != nil {
 		return measure{}, 0, 0, fmt.Errorf("child: %v", err)
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
@@ -223,7 +232,7 @@ func spawn(self, c string, run int) (measure, time.Duration, float64, error) {
 	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
 		return measure{}, 0, 0, fmt.Errorf("child's answer %q: %v", out.String(), err)
 	}
-	return m, cpu, float64(ru.Maxrss) / 1024, nil // Linux: maxrss in KiB
+	return m, cpu, rss, nil
 }
 
 // reportStall prints how RSS moved while the sink was stalled: per second,
