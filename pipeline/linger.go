@@ -59,8 +59,9 @@ func (s *sinkRunner) checkLinger(ctx context.Context) {
 // records do not make a group of many megabytes of record structs. Three
 // fifths, since a sink holds up to three groups at once (one filling, one
 // sealed, one being made durable): Kafka → file with groups up to the whole
-// of max_bytes peaked at 201-204 MB of RSS against 171-183 MB, at the same
-// pace (3.41-3.92M records/s against 3.41-3.65M, three interleaved pairs).
+// of max_bytes peaked at 198-205 MB of RSS (the process's own VmHWM) against
+// 163-198 MB, at 0.98-1.11 of the pace (three interleaved pairs): over the
+// 200 MB the defaults are held to, for a few percent.
 
 // nextGroupTarget returns the record count at which the next group closes,
 // from the current one (cur), how long the last group took to fill and to

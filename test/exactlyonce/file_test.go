@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/weir-etl/weir/internal/testkit/weirtest"
 )
 
 // The pipeline: file (once) → filter (ids divisible by 5 dropped) →
@@ -61,10 +63,8 @@ type fileScenario struct {
 	start time.Time
 	// What a reader has seen so far: the visible chunks read (each once: a
 	// visible chunk never changes) and the ids in them.
-	read map[string]bool
-	seen map[int64]int
-	// seenShare is the share of the expected records seen at the last look.
-	seenShare  float64
+	read       map[string]bool
+	seen       map[int64]int
 	violations []string
 }
 
@@ -150,8 +150,12 @@ func (sc *fileScenario) look(when string) float64 {
 		}
 		return nil
 	})
-	sc.seenShare = float64(len(sc.seen)) / float64(sc.expected())
-	return sc.seenShare
+	return sc.seenShare()
+}
+
+// seenShare is the share of the expected records seen so far.
+func (sc *fileScenario) seenShare() float64 {
+	return float64(len(sc.seen)) / float64(sc.expected())
 }
 
 // run kills weir after a random delay, looks, and restarts it, until it has
@@ -183,7 +187,8 @@ func (sc *fileScenario) run(minKills, maxKills int) string {
 			// soon as it sees this run's share of what is left (the kills
 			// still needed share it, at a random half to all of the share).
 			if need := minKills - sc.kills; need > 0 {
-				ahead = sc.seenShare + (1-sc.seenShare)/float64(need+1)*(0.5+rng.Float64()/2)
+				seen := sc.seenShare()
+				ahead = seen + (1-seen)/float64(need+1)*(0.5+rng.Float64()/2)
 			}
 		}
 		if !sc.runUntilKill(p, kill, ahead) {
@@ -199,14 +204,7 @@ func (sc *fileScenario) run(minKills, maxKills int) string {
 		sc.kills++
 		done := sc.look(fmt.Sprintf("kill %d", sc.kills))
 		t.Logf("kill %d at %v: a reader sees %.1f%% of the records", sc.kills, time.Since(sc.start).Round(time.Millisecond), 100*done)
-		// Keep the delays near the progress: shorter when the output is
-		// ahead of the kills, longer when it is behind, and grown slowly (a
-		// bound grown fast carries several kills' worth at once).
-		if done > float64(sc.kills)/float64(minKills+10) {
-			bound = max(minDelay+50*time.Millisecond, bound*6/10)
-		} else {
-			bound = min(maxDelay, bound*23/20)
-		}
+		bound = weirtest.KillBound(bound, done, sc.kills, minKills, minDelay+50*time.Millisecond, maxDelay)
 	}
 }
 

@@ -144,15 +144,7 @@ func (sc *killScenario) run(minKills, maxKills int) uint64 {
 			p.Kill()
 			sc.kills++
 			done := sc.check(fmt.Sprintf("kill %d", sc.kills))
-			// The schedule ends the input ten kills past the least the test
-			// needs, and a bound grown while behind grows slowly: a bound
-			// grown fast carries several kills' worth of progress at once,
-			// and the PostgreSQL loop overran a margin of four that way.
-			if done > float64(sc.kills)/float64(minKills+10) {
-				bound = max(minDelay+100*time.Millisecond, bound*6/10)
-			} else {
-				bound = min(maxDelay, bound*23/20)
-			}
+			bound = weirtest.KillBound(bound, done, sc.kills, minKills, minDelay+100*time.Millisecond, maxDelay)
 		}
 	}
 }

@@ -176,15 +176,7 @@ func (sc *killScenario) run(minKills, maxKills int) uint64 {
 			p.Kill()
 			sc.kills++
 			done := sc.check(fmt.Sprintf("kill %d", sc.kills))
-			// The schedule would end the input ten kills after the least
-			// the test needs: a bound grown while behind it can carry
-			// several kills' worth of progress at once (the sink at 15% of
-			// the input a second), and a margin of four was overrun.
-			if done > float64(sc.kills)/float64(minKills+10) {
-				bound = max(minKillDelay+50*time.Millisecond, bound*6/10)
-			} else {
-				bound = min(maxKillDelay, bound*23/20)
-			}
+			bound = weirtest.KillBound(bound, done, sc.kills, minKills, minKillDelay+50*time.Millisecond, maxKillDelay)
 		}
 	}
 }

@@ -149,15 +149,7 @@ func (sc *sinkScenario) run(minKills, maxKills int) uint64 {
 			sc.kills++
 			done := sc.stored()
 			t.Logf("kill %d: %.1f%% stored", sc.kills, 100*done)
-			// The schedule ends the input ten kills past the least the test
-			// needs, and a bound grown while behind grows slowly: a bound
-			// grown fast carries several kills' worth of progress at once,
-			// and the PostgreSQL loop overran a margin of four that way.
-			if done > float64(sc.kills)/float64(minKills+10) {
-				bound = max(minDelay+50*time.Millisecond, bound*6/10)
-			} else {
-				bound = min(maxDelay, bound*23/20)
-			}
+			bound = weirtest.KillBound(bound, done, sc.kills, minKills, minDelay+50*time.Millisecond, maxDelay)
 			// The kills still needed share what is left of the work, at the
 			// pace of the last run (start included), so that a fast machine
 			// does not finish the job before them.

@@ -61,15 +61,21 @@ func Watch(pid int) *Peak {
 }
 
 // Sample takes one sample now (before a signal that ends the process, say);
-// a process that has ended (or has no memory left
-// to show, as a zombie) leaves the peak as it was.
+// a process that has ended (or has no memory left to show, as a zombie)
+// leaves the peak as it was.
 func (p *Peak) Sample() {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/status")
 	if err != nil {
 		return
 	}
-	if kb, ok := vmHWM(string(b)); ok && kb > p.kb.Load() {
-		p.kb.Store(kb)
+	kb, ok := vmHWM(string(b))
+	// The sampling goroutine and a caller's Sample may race: keep the
+	// larger, whichever stores last.
+	for ok {
+		old := p.kb.Load()
+		if kb <= old || p.kb.CompareAndSwap(old, kb) {
+			break
+		}
 	}
 }
 
