@@ -90,6 +90,15 @@ func (r *Record) Value() ([]byte, error) { return r.value, nil }
 // Bytes returns the record's bytes. The result must not be modified.
 func (r *Record) Bytes() []byte { return r.value }
 
+// SetOrigin sets r.Origin, as a source does once a record. It sets the
+// fields one by one: assigning an Origin literal to a record in a slice
+// builds the literal on the stack and copies it in 16-byte loads of 8-byte
+// stores just made, which the processor cannot forward; on a file pipeline
+// that stall was 6% of the CPU.
+func (r *Record) SetOrigin(source, partition string, offset int64) {
+	r.Origin.Source, r.Origin.Partition, r.Origin.Offset = source, partition, offset
+}
+
 // Original returns the value as the source read it: the value before the
 // first Replace, or the value itself if nothing replaced it. A dead letter
 // for a record error carries these bytes, so that replaying it runs the

@@ -8,6 +8,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"time"
 
@@ -234,9 +235,26 @@ func bareRun(shape, in, out string) error {
 }
 
 // bareMain is the bare loop as a child process: go run ./bench/file
-// -bare filter -bare-in DIR -bare-out DIR.
-func bareMain(shape, in, out string) {
-	if err := bareRun(shape, in, out); err != nil {
+// -bare filter -bare-in DIR -bare-out DIR [-bare-cpuprofile FILE].
+func bareMain(shape, in, out, prof string) {
+	if prof != "" {
+		f, err := os.Create(prof)
+		if err != nil {
+			log.Fatalf("bare %s: %v", shape, err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatalf("bare %s: %v", shape, err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
+	run := bareRun
+	if shape == "filterp" {
+		run = func(_, in, out string) error { return barePipelined(in, out) }
+	}
+	if err := run(shape, in, out); err != nil {
 		log.Fatalf("bare %s: %v", shape, err)
 	}
 	fmt.Println(strconv.Quote(shape) + " done")

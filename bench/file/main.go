@@ -18,7 +18,7 @@
 //
 //	go run ./bench/file                          # 2M records, 5 runs of each case
 //	go run ./bench/file -runs 7 -records 4000000
-//	go run ./bench/file -cpuprofile /tmp/prof    # one profile per case, for go tool pprof
+//	go run ./bench/file -cpuprofile /tmp/prof    # one profile per case and per bare loop (bare-SHAPE.pprof), for go tool pprof
 //	go run ./bench/file -records 10000000 -case stall -stall-for 20s
 package main
 
@@ -48,12 +48,13 @@ var (
 	runs       = flag.Int("runs", 5, "runs of each case; medians are reported")
 	binFlag    = flag.String("bin", "", "weir binary to run (default: build ./cmd/weir)")
 	workDir    = flag.String("dir", "", "working directory (default: a temporary one, removed at the end)")
-	cpuProfile = flag.String("cpuprofile", "", "directory for one CPU profile per case (from the first run)")
+	cpuProfile = flag.String("cpuprofile", "", "directory for one CPU profile per case and per bare loop (from the first run)")
 	only       = flag.String("case", "", "run only cases whose name contains this, or one of several separated by |; ^ at the start of one: whose name starts with it (\"stall\" runs only the stall case)")
 	stallFor   = flag.Duration("stall-for", 10*time.Second, "how long the stall case runs")
-	bareShape  = flag.String("bare", "", "run the bare loop of this shape (filter, map, filter2) and exit (used by the command itself)")
+	bareShape  = flag.String("bare", "", "run the bare loop of this shape (filter, filterp, map, map5, filter2) and exit (used by the command itself)")
 	bareIn     = flag.String("bare-in", "", "the bare loop's input directory")
 	bareOutDir = flag.String("bare-out", "", "the bare loop's output directory")
+	bareProf   = flag.String("bare-cpuprofile", "", "write the bare loop's CPU profile here (used by the command itself with -cpuprofile)")
 	stallChild = flag.String("stall-child", "", "run the stall case on this input directory and exit (used by the command itself)")
 	benthos    = flag.String("benthos", "", "the Benthos v4.60 binary (built outside the repository): run its file → filter → file beside the filter cases")
 )
@@ -174,7 +175,7 @@ func main() {
 	flag.Parse()
 	log.SetFlags(0)
 	if *bareShape != "" {
-		bareMain(*bareShape, *bareIn, *bareOutDir)
+		bareMain(*bareShape, *bareIn, *bareOutDir, *bareProf)
 		return
 	}
 	if *stallChild != "" {
@@ -256,7 +257,15 @@ func main() {
 			weirs[c.name] = append(weirs[c.name], runCase(bin, dir, inputOf(c), c, prof))
 			if sh := c.shape(); !done[sh] {
 				done[sh] = true
-				bares[sh] = append(bares[sh], runBare(self, dir, inputOf(c), sh))
+				bprof := ""
+				if prof != "" {
+					bprof = filepath.Join(*cpuProfile, "bare-"+sh+".pprof")
+				}
+				bares[sh] = append(bares[sh], runBare(self, dir, inputOf(c), sh, bprof))
+				if sh == "filter" {
+					bprof = strings.Replace(bprof, "bare-filter", "bare-filterp", 1)
+					bares["filterp"] = append(bares["filterp"], runBare(self, dir, inputOf(c), "filterp", bprof))
+				}
 				if sh == "filter" && *benthos != "" {
 					benthosRuns = append(benthosRuns, runBenthos(dir, in))
 				}
@@ -269,6 +278,17 @@ func main() {
 	for _, c := range cases {
 		m, b := median(weirs[c.name]), median(bares[c.shape()])
 		fmt.Printf("  %-22s weir %.3f  bare %.3f  weir/bare %.2f   RSS MB weir %.1f bare %.1f\n", c.name, us(m.cpu), us(b.cpu), m.cpu.Seconds()/b.cpu.Seconds(), m.rssMB, b.rssMB)
+	}
+	if ss := bares["filterp"]; len(ss) > 0 {
+		p, b := median(ss), median(bares["filter"])
+		fmt.Printf("  %-22s CPU %.3f µs/record, %.2f of the bare loop's, %.0f records/s (the filter's bare loop on three goroutines, as weir splits it)\n",
+			"bare filter, pipelined", us(p.cpu), p.cpu.Seconds()/b.cpu.Seconds(), float64(*records)/p.wall.Seconds())
+		for _, c := range cases {
+			if c.shape() == "filter" {
+				m := median(weirs[c.name])
+				fmt.Printf("  %-22s weir/pipelined bare: CPU %.2f\n", c.name, m.cpu.Seconds()/p.cpu.Seconds())
+			}
+		}
 	}
 	if len(benthosRuns) > 0 {
 		b := median(benthosRuns)
@@ -285,7 +305,7 @@ func main() {
 			sec, m.cpu.Seconds(), m.rssMB, walls(weirs[c.name]), float64(*records)/b.wall.Seconds(), b.cpu.Seconds(),
 			b.wall.Seconds()/sec, b.cpu.Seconds()/m.cpu.Seconds())
 	}
-	for _, sh := range []string{"filter", "map", "map5", "filter2"} {
+	for _, sh := range []string{"filter", "filterp", "map", "map5", "filter2"} {
 		if ss := bares[sh]; len(ss) > 0 {
 			b := median(ss)
 			fmt.Printf("bare %-8s %10.0f records/s, %.2f CPU s, %.1f MB RSS  (%s)\n", sh, float64(*records)/b.wall.Seconds(), b.cpu.Seconds(), b.rssMB, walls(ss))
@@ -410,10 +430,14 @@ func loadAvg() string {
 
 // runBare runs the bare loop of shape once, from an empty output directory,
 // checks its output, and measures it.
-func runBare(self, dir, in, shape string) sample {
+func runBare(self, dir, in, shape, prof string) sample {
 	out := filepath.Join(dir, "bare")
 	os.RemoveAll(out)
-	s := measured("bare "+shape, exec.Command(self, "-bare", shape, "-bare-in", in, "-bare-out", out))
+	args := []string{"-bare", shape, "-bare-in", in, "-bare-out", out}
+	if prof != "" {
+		args = append(args, "-bare-cpuprofile", prof)
+	}
+	s := measured("bare "+shape, exec.Command(self, args...))
 	want, sinks := (*records+1)/2, 1
 	switch shape {
 	case "map", "map5":

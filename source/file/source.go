@@ -360,7 +360,7 @@ loop:
 		if !keep {
 			continue
 		}
-		rec.Origin = record.Origin{Source: s.name, Partition: f.name, Offset: start}
+		rec.SetOrigin(s.name, f.name, start)
 		if rec.Meta == nil { // a dead letter brings its own (dead_letter.*)
 			rec.Meta = f.meta
 		}

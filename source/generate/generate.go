@@ -237,7 +237,7 @@ func (s *Source) Poll(ctx context.Context, b *connector.Batch) error {
 			}
 		}
 		r := record.New(buf[off:len(buf):len(buf)])
-		r.Origin = record.Origin{Source: s.name, Partition: p.name, Offset: seq}
+		r.SetOrigin(s.name, p.name, seq)
 		b.Records = append(b.Records, r)
 	}
 	p.seq += n

@@ -543,7 +543,7 @@ func (s *Source) fill(b *connector.Batch, st *partState, recs []*kgo.Record) {
 			r.Headers = hs
 		}
 		r.Meta = st.meta
-		r.Origin = record.Origin{Source: s.name, Partition: st.name, Offset: kr.Offset}
+		r.SetOrigin(s.name, st.name, kr.Offset)
 		b.Records = append(b.Records, r)
 	}
 }

@@ -181,6 +181,6 @@ func (d *decoder) record(rel *relation, o op, value, key []byte) record.Record {
 	r.Key = key
 	r.Time = d.txn.commitTime
 	r.Meta = rel.meta[o]
-	r.Origin = record.Origin{Source: d.source, Partition: d.part, Offset: int64(d.txn.commitLSN)}
+	r.SetOrigin(d.source, d.part, int64(d.txn.commitLSN))
 	return r
 }

@@ -291,7 +291,7 @@ func (sn *snapshot) readChunk(ctx context.Context, t *snapTable, b *connector.Ba
 		r.Key = key
 		r.Time = sn.started
 		r.Meta = t.rel.meta[opRead]
-		r.Origin = record.Origin{Source: sn.source, Partition: t.partName, Offset: t.next + int64(n)}
+		r.SetOrigin(sn.source, t.partName, t.next+int64(n))
 		b.Records = append(b.Records, r)
 		n++
 		size += r.Size()

@@ -282,7 +282,7 @@ func (d *decoder) readLines(ctx context.Context, out chan<- chunk) error {
 		if !keep {
 			continue
 		}
-		r.Origin = record.Origin{Source: d.src.name, Partition: d.part, Offset: start}
+		r.SetOrigin(d.src.name, d.part, start)
 		c.recs = append(c.recs, r)
 		size += len(rec)
 		if len(c.recs) >= cfg.BatchSize || size >= cfg.BatchBytes {
@@ -398,7 +398,7 @@ func (d *decoder) readParquet(ctx context.Context, out chan<- chunk) error {
 				return nil
 			}
 			r := record.New(b)
-			r.Origin = record.Origin{Source: d.src.name, Partition: d.part, Offset: idx}
+			r.SetOrigin(d.src.name, d.part, idx)
 			c.recs = append(c.recs, r)
 			size += len(b)
 			idx++

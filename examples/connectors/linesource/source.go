@@ -195,7 +195,7 @@ func (s *Source) readBatch(p *part, b *connector.Batch) (blank int64, err error)
 		// The record's own position: where its line begins. The runtime
 		// checks it (it must lie within the batch, in order) and relies on
 		// it to skip what a sink already holds when a partition is replayed.
-		r.Origin = record.Origin{Source: s.name, Partition: p.name, Offset: int64(start)}
+		r.SetOrigin(s.name, p.name, int64(start))
 		b.Records = append(b.Records, r)
 	}
 	b.Partition = p.id
