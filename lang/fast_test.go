@@ -180,6 +180,8 @@ func TestFastPathsAreGenericAtTheEdges(t *testing.T) {
 		"string(a)", "string(a + 0)", "string(-a)", `"u" + string(a % 1000)`, `a + b + "x"`, `"x" + a + b`,
 		"((a * 7919) % 100000) / 100", "(let x = a; x * 2)", "a % -1", "a / 3", "1 / a", "a % 0", "a / 0",
 		`"u" + string(id % 1000)`,
+		// A power of two divides with a mask.
+		"a % 1", "a % 2", "a % 1024", "a % 4611686018427387904", "-a % 8", "(a - 1) % 2 == 1",
 	}
 	// Conditions of comparisons decide on a path of their own.
 	shapes = append(shapes, "a < b && b < 2", "a == 0 || b > 1", "!(a > b)", "not (a == 2)",
