@@ -4,7 +4,9 @@
 // file sink, and orders → map (five computed fields: a concatenation,
 // arithmetic, a conditional, a timestamp parse and format, a nested read)
 // → a file sink; and beside each, the bare loop (bare.go): a hand-written Go
-// program that does the same work with the same durability and nothing else.
+// program that does the same work with the same durability and nothing else;
+// beside the filter, also that loop on three goroutines (barepipe.go), the
+// cost of overlapping the stages by itself.
 // It reports input records/s, MB/s, CPU seconds (user+sys of the process)
 // and peak RSS, as medians of several runs with their min–max, and the
 // ratios weir/bare. Runs alternate between cases and their bare loops, so
