@@ -99,6 +99,35 @@ func (o *bareOut) finish() error {
 	return d.Sync()
 }
 
+// barePositions is the bare loops' position file: every input's offset
+// after its last record in a durable chunk, rewritten and fsynced.
+type barePositions struct {
+	f     *os.File
+	paths []string
+	at    []int64 // at[i] is paths[i]'s offset
+	buf   []byte
+}
+
+func openPositions(out string, paths []string) (*barePositions, error) {
+	f, err := os.OpenFile(filepath.Join(out, "positions"), os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &barePositions{f: f, paths: paths, at: make([]int64, len(paths))}, nil
+}
+
+// persist writes the positions and fsyncs them.
+func (p *barePositions) persist() error {
+	p.buf = p.buf[:0]
+	for i, at := range p.at {
+		p.buf = fmt.Appendf(p.buf, "%s %d\n", p.paths[i], at)
+	}
+	if _, err := p.f.WriteAt(p.buf, 0); err != nil {
+		return err
+	}
+	return p.f.Sync()
+}
+
 // bareRun runs the bare loop for shape ("filter", "map" or "filter2": the
 // filter with two sinks) over the .ndjson files in in, writing under out.
 func bareRun(shape, in, out string) error {
@@ -117,13 +146,12 @@ func bareRun(shape, in, out string) error {
 			return err
 		}
 	}
-	posFile, err := os.OpenFile(filepath.Join(out, "positions"), os.O_WRONLY|os.O_CREATE, 0o644)
+	pos, err := openPositions(out, paths)
 	if err != nil {
 		return err
 	}
-	defer posFile.Close()
-	positions := make([]int64, len(paths))
-	var posBuf []byte
+	defer pos.f.Close()
+	positions := pos.at
 	// durable finishes every sink's chunk and persists the positions.
 	durable := func() error {
 		for _, o := range outs {
@@ -131,14 +159,7 @@ func bareRun(shape, in, out string) error {
 				return err
 			}
 		}
-		posBuf = posBuf[:0]
-		for i, p := range positions {
-			posBuf = fmt.Appendf(posBuf, "%s %d\n", paths[i], p)
-		}
-		if _, err := posFile.WriteAt(posBuf, 0); err != nil {
-			return err
-		}
-		return posFile.Sync()
+		return pos.persist()
 	}
 
 	names := []string{"id"}

@@ -45,11 +45,11 @@ func barePipelined(in, out string) error {
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
 		return err
 	}
-	posFile, err := os.OpenFile(filepath.Join(out, "positions"), os.O_WRONLY|os.O_CREATE, 0o644)
+	pos, err := openPositions(out, paths)
 	if err != nil {
 		return err
 	}
-	defer posFile.Close()
+	defer pos.f.Close()
 
 	read, decided := make(chan *pipeBatch, 4), make(chan *pipeBatch, 4)
 	free := make(chan *pipeBatch, 16) // batches back from the writer, for reuse
@@ -82,20 +82,11 @@ func barePipelined(in, out string) error {
 		errs <- pipeDecide(paths, read, func(b *pipeBatch) bool { return send(decided, b) })
 	}()
 
-	positions := make([]int64, len(paths))
-	var posBuf []byte
 	durable := func() error {
 		if err := o.finish(); err != nil {
 			return err
 		}
-		posBuf = posBuf[:0]
-		for i, p := range positions {
-			posBuf = fmt.Appendf(posBuf, "%s %d\n", paths[i], p)
-		}
-		if _, err := posFile.WriteAt(posBuf, 0); err != nil {
-			return err
-		}
-		return posFile.Sync()
+		return pos.persist()
 	}
 	werr := func() error { // the writer
 		for b := range decided {
@@ -104,7 +95,7 @@ func barePipelined(in, out string) error {
 					return err
 				}
 			}
-			positions[b.file] = b.end
+			pos.at[b.file] = b.end
 			clear(b.lines)
 			select {
 			case free <- b:
