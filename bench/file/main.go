@@ -218,12 +218,16 @@ func main() {
 	// The exactly-once case runs right after the at-least-once one it is
 	// compared with, in every round.
 	all := []bcase{
-		{"1 sink, acks on", 1, true, false, false, false, false}, {"1 sink, exactly once", 1, true, false, false, true, false},
-		{"map, 1 sink, acks on", 1, true, true, false, false, false},
-		{"map5, 1 sink, acks on", 1, true, true, true, false, false},
-		{"1 sink, acks off", 1, false, false, false, false, false}, {"2 sinks, acks on", 2, true, false, false, false, false}, {"2 sinks, acks off", 2, false, false, false, false, false},
-		{"1 sink, small memory", 1, true, false, false, false, true},
-		{"map, 1 sink, small memory", 1, true, true, false, false, true}, {"2 sinks, small memory", 2, true, false, false, false, true},
+		{name: "1 sink, acks on", sinks: 1, acks: true},
+		{name: "1 sink, exactly once", sinks: 1, acks: true, eos: true},
+		{name: "map, 1 sink, acks on", sinks: 1, acks: true, isMap: true},
+		{name: "map5, 1 sink, acks on", sinks: 1, acks: true, isMap: true, five: true},
+		{name: "1 sink, acks off", sinks: 1},
+		{name: "2 sinks, acks on", sinks: 2, acks: true},
+		{name: "2 sinks, acks off", sinks: 2},
+		{name: "1 sink, small memory", sinks: 1, acks: true, small: true},
+		{name: "map, 1 sink, small memory", sinks: 1, acks: true, isMap: true, small: true},
+		{name: "2 sinks, small memory", sinks: 2, acks: true, small: true},
 	}
 	var cases []bcase
 	for _, c := range all {
