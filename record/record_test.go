@@ -35,6 +35,19 @@ func TestSize(t *testing.T) {
 	}
 }
 
+// SetOrigin sets the three fields of the record's origin, and nothing of the
+// record beside it in the slice.
+func TestSetOriginSetsEveryField(t *testing.T) {
+	recs := make([]record.Record, 2)
+	recs[1].SetOrigin("in", "orders/3", 42)
+	if want := (record.Origin{Source: "in", Partition: "orders/3", Offset: 42}); recs[1].Origin != want {
+		t.Errorf("Origin = %+v, want %+v", recs[1].Origin, want)
+	}
+	if recs[0].Origin != (record.Origin{}) {
+		t.Errorf("the record beside it changed: %+v", recs[0].Origin)
+	}
+}
+
 // lookupCorpus is JSON that is easy to get subtly wrong: escapes, unicode,
 // invalid UTF-8, duplicate keys, number forms, nesting, whitespace, and
 // documents that encoding/json rejects, some of them only in a field that
@@ -127,17 +140,6 @@ var lookupCorpus = []string{
 // Valid accepts (numbers of any size, strings with bytes that are not
 // UTF-8, nesting to 10000 levels), so that weir never rejects what a
 // standard reader takes, nor passes what it refuses.
-func TestSetOriginSetsEveryField(t *testing.T) {
-	recs := make([]record.Record, 2)
-	recs[1].SetOrigin("in", "orders/3", 42)
-	if want := (record.Origin{Source: "in", Partition: "orders/3", Offset: 42}); recs[1].Origin != want {
-		t.Errorf("Origin = %+v, want %+v", recs[1].Origin, want)
-	}
-	if recs[0].Origin != (record.Origin{}) {
-		t.Errorf("the record beside it changed: %+v", recs[0].Origin)
-	}
-}
-
 func TestValidMatchesEncodingJSON(t *testing.T) {
 	for _, js := range lookupCorpus {
 		checkValid(t, []byte(js))

@@ -128,9 +128,13 @@ func (p *barePositions) persist() error {
 	return p.f.Sync()
 }
 
-// bareRun runs the bare loop for shape ("filter", "map" or "filter2": the
-// filter with two sinks) over the .ndjson files in in, writing under out.
+// bareRun runs the bare loop for shape ("filter", "map", "map5", "filter2":
+// the filter with two sinks, or "filterp": the filter pipelined, see
+// barepipe.go) over the .ndjson files in in, writing under out.
 func bareRun(shape, in, out string) error {
+	if shape == "filterp" {
+		return barePipelined(in, out)
+	}
 	paths, err := filepath.Glob(filepath.Join(in, "*.ndjson"))
 	if err != nil {
 		return err
@@ -151,7 +155,6 @@ func bareRun(shape, in, out string) error {
 		return err
 	}
 	defer pos.f.Close()
-	positions := pos.at
 	// durable finishes every sink's chunk and persists the positions.
 	durable := func() error {
 		for _, o := range outs {
@@ -241,7 +244,7 @@ func bareRun(shape, in, out string) error {
 						return err
 					}
 				}
-				positions[fi] = off + int64(r)
+				pos.at[fi] = off + int64(r)
 				if outs[0].full() {
 					if err := durable(); err != nil {
 						return err
@@ -250,7 +253,7 @@ func bareRun(shape, in, out string) error {
 			}
 		}
 		f.Close()
-		positions[fi] = off + int64(w)
+		pos.at[fi] = off + int64(w)
 	}
 	return durable()
 }
@@ -271,11 +274,7 @@ func bareMain(shape, in, out, prof string) {
 			f.Close()
 		}()
 	}
-	run := bareRun
-	if shape == "filterp" {
-		run = func(_, in, out string) error { return barePipelined(in, out) }
-	}
-	if err := run(shape, in, out); err != nil {
+	if err := bareRun(shape, in, out); err != nil {
 		log.Fatalf("bare %s: %v", shape, err)
 	}
 	fmt.Println(strconv.Quote(shape) + " done")

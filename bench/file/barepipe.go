@@ -54,7 +54,7 @@ func barePipelined(in, out string) error {
 	read, decided := make(chan *pipeBatch, 4), make(chan *pipeBatch, 4)
 	free := make(chan *pipeBatch, 16) // batches back from the writer, for reuse
 	errs := make(chan error, 2)
-	stop := make(chan struct{}) // closed when the writer fails
+	stop := make(chan struct{}) // closed when the writer ends, however it ends
 	get := func() *pipeBatch {
 		select {
 		case b := <-free:

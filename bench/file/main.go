@@ -263,14 +263,16 @@ func main() {
 			weirs[c.name] = append(weirs[c.name], runCase(bin, dir, inputOf(c), c, prof))
 			if sh := c.shape(); !done[sh] {
 				done[sh] = true
-				bprof := ""
-				if prof != "" {
-					bprof = filepath.Join(*cpuProfile, "bare-"+sh+".pprof")
-				}
-				bares[sh] = append(bares[sh], runBare(self, dir, inputOf(c), sh, bprof))
+				shapes := []string{sh}
 				if sh == "filter" {
-					bprof = strings.Replace(bprof, "bare-filter", "bare-filterp", 1)
-					bares["filterp"] = append(bares["filterp"], runBare(self, dir, inputOf(c), "filterp", bprof))
+					shapes = append(shapes, "filterp") // and pipelined
+				}
+				for _, sh := range shapes {
+					bprof := ""
+					if prof != "" {
+						bprof = filepath.Join(*cpuProfile, "bare-"+sh+".pprof")
+					}
+					bares[sh] = append(bares[sh], runBare(self, dir, inputOf(c), sh, bprof))
 				}
 				if sh == "filter" && *benthos != "" {
 					benthosRuns = append(benthosRuns, runBenthos(dir, in))
