@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/weir-etl/weir/internal/cacheline"
 	"github.com/weir-etl/weir/record"
 )
 
@@ -179,6 +180,7 @@ func fnError(name, format string, a ...any) error {
 // appended to, and the boxed timestamp. An Env is not safe for concurrent
 // use; the values an evaluation gives live until the next Reset.
 type Env struct {
+	_ cacheline.Pad // written for every record, beside other workers' Envs
 	f frame
 	// scratch holds the bytes of the strings the evaluations of one record
 	// build (see stringValue in fast.go).
@@ -190,6 +192,7 @@ type Env struct {
 	tsVal record.Value
 	// now is the clock of now(); nil means time.Now.
 	now func() time.Time
+	_   cacheline.Pad
 }
 
 // maxScratch is the largest scratch buffer an Env keeps between records.
@@ -220,7 +223,7 @@ func (e *Env) BindLookup(r *record.Record, names []string, vals []record.Value, 
 func (e *Env) Slots(fs *Fields) {
 	n := fs.Len()
 	if cap(e.f.slots) < n {
-		e.f.slots = make([]fieldSlot, n)
+		e.f.slots = cacheline.Make[fieldSlot](n)
 	}
 	e.f.slots = e.f.slots[:n]
 	clear(e.f.slots)

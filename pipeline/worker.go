@@ -6,6 +6,7 @@ import (
 
 	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
+	"github.com/weir-etl/weir/internal/cacheline"
 	"github.com/weir-etl/weir/pipeline/internal/tap"
 	"github.com/weir-etl/weir/record"
 	"github.com/weir-etl/weir/transform"
@@ -46,6 +47,7 @@ type chunk struct {
 // worker applies the transform DAG to batches. Workers are sharded by source
 // partition, so one partition's batches reach each sink in poll order.
 type worker struct {
+	_       cacheline.Pad // drops and eval are written for every record
 	rt      *runtime
 	idx     int // in rt.workers
 	in      chan work
@@ -66,10 +68,14 @@ type worker struct {
 	// eval is the filter chain's evaluation state, kept for a whole batch
 	// rather than taken from a pool for every record (filterBatch).
 	eval transform.Scratch
+	_    cacheline.Pad
 }
 
 func newWorker(rt *runtime, idx int) *worker {
 	n := len(rt.g.transforms)
+	// The counters are written for every record, so they get lines of
+	// their own (the other workers' are made right beside them).
+	counts := cacheline.Make[int](3 * n)
 	return &worker{
 		rt:      rt,
 		idx:     idx,
@@ -79,9 +85,9 @@ func newWorker(rt *runtime, idx int) *worker {
 		routes:  make([][]int, n),
 		targets: make([][]target, n),
 		out:     make([]*[]record.Record, len(rt.g.sinks)),
-		trIn:    make([]int, n),
-		trOut:   make([]int, n),
-		trRej:   make([]int, n),
+		trIn:    counts[:n:n],
+		trOut:   counts[n : 2*n : 2*n],
+		trRej:   counts[2*n:],
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/weir-etl/weir/internal/cacheline"
 	"github.com/weir-etl/weir/lang"
 	"github.com/weir-etl/weir/record"
 )
@@ -14,6 +15,7 @@ import (
 // pooled: building them for each record would cost more than evaluating a
 // small condition.
 type env struct {
+	_     cacheline.Pad // written for every record, beside other workers' envs
 	lang  *lang.Env
 	vals  []record.Value
 	found []bool
@@ -24,6 +26,7 @@ type env struct {
 	// records.
 	slab []byte
 	used int
+	_    cacheline.Pad
 }
 
 var envPool = sync.Pool{New: func() any { return &env{lang: lang.NewEnv()} }}
@@ -71,8 +74,8 @@ func (e *env) written(o *record.Obj, size int) []byte {
 func (e *env) decide(r *record.Record, conds []*Expr, fields []string, dst []int) ([]int, error) {
 	if len(fields) > 0 {
 		if cap(e.vals) < len(fields) {
-			e.vals = make([]record.Value, len(fields))
-			e.found = make([]bool, len(fields))
+			e.vals = cacheline.Make[record.Value](len(fields))
+			e.found = cacheline.Make[bool](len(fields))
 		}
 		vals, found := e.vals[:len(fields)], e.found[:len(fields)]
 		if err := r.Lookup(fields, vals, found); err != nil {
