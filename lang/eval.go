@@ -118,6 +118,12 @@ func (f *frame) intFieldIn(k int, name string) (int64, bool) {
 		}
 		return s.i, s.state == slotInt
 	}
+	if f.obj == nil {
+		// Read in place: a Value returned in registers and spilled to be
+		// passed on is copied with loads wider than the stores that spilled
+		// it, which stalls (store forwarding) on every record.
+		return record.IntFormIn(f.lookedUp(name))
+	}
 	return f.field(name).IntForm()
 }
 
@@ -127,12 +133,22 @@ func (f *frame) field(name string) record.Value {
 		v, _ := f.obj.Get(name)
 		return v
 	}
+	return *f.lookedUp(name)
+}
+
+// null is what lookedUp points at for a field the record does not have. It
+// is only ever read.
+var null record.Value
+
+// lookedUp returns where the value of the field name, looked up by
+// BindLookup's caller, lies: null if the record has none.
+func (f *frame) lookedUp(name string) *record.Value {
 	for k, n := range f.names {
 		if n == name {
-			return f.vals[k]
+			return &f.vals[k]
 		}
 	}
-	return record.Value{}
+	return &null
 }
 
 // root is $: the record's value as an object.

@@ -348,7 +348,16 @@ func CompareNumbers(a, b Value) (int, error) {
 // IntForm returns the int64 of a number whose Form is IntForm, and false for
 // any other value. It is Form's answer for integer arithmetic without the
 // cost of classifying the numbers that are not integers.
-func (v Value) IntForm() (int64, bool) {
+func (v Value) IntForm() (int64, bool) { return v.intForm() }
+
+// IntFormIn is v.IntForm(), read where v lies. A caller that has a Value in
+// memory and passes it on by value copies it first, and a copy made with
+// loads wider than the stores that wrote the Value just before stalls the
+// core (store forwarding): the evaluation of a condition did so for every
+// record.
+func IntFormIn(v *Value) (int64, bool) { return v.intForm() }
+
+func (v *Value) intForm() (int64, bool) {
 	switch v.kind {
 	case Int:
 		return int64(v.n), true

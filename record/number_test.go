@@ -213,7 +213,7 @@ func TestRatLimits(t *testing.T) {
 }
 
 // Guarantee: IntForm gives a number's int64 exactly when Form calls it
-// IntForm, whatever the value.
+// IntForm, whatever the value, and IntFormIn gives what IntForm gives.
 func TestIntFormAgreesWithForm(t *testing.T) {
 	values := []record.Value{record.IntValue(0), record.IntValue(-1 << 63), record.FloatValue(3),
 		record.FloatValue(0.5), record.NullValue(), record.StringValue("12"), record.BoolValue(true),
@@ -227,6 +227,9 @@ func TestIntFormAgreesWithForm(t *testing.T) {
 		got, ok := v.IntForm()
 		if ok != (form == record.IntForm) || ok && got != i {
 			t.Errorf("%v %s: IntForm gives %d, %v; Form gives %v, %d", v.Kind(), v.AppendJSON(nil), got, ok, form, i)
+		}
+		if inGot, inOK := record.IntFormIn(&v); inGot != got || inOK != ok {
+			t.Errorf("%v %s: IntFormIn gives %d, %v; IntForm %d, %v", v.Kind(), v.AppendJSON(nil), inGot, inOK, got, ok)
 		}
 	}
 }
