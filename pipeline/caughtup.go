@@ -38,7 +38,32 @@ func (s *sourceRunner) noteDispatch(w int) {
 // sent: the source has nothing more for now. It reports false when ctx ended
 // first. Called by the poller.
 func (rt *runtime) caughtUp(ctx context.Context, s *sourceRunner) bool {
+	return rt.requestFlush(ctx, s, work{src: s, flush: true, caughtUp: true})
+}
+
+// pressed asks every sink whose open group holds much of what s has in
+// flight to flush it now, behind every batch of s already sent: s paused at
+// its in-flight limits, with inflight batches in flight.
+//
+// Without it a group that holds records of most of the batches in flight
+// waits for MaxAge, and the source with it: a filter that keeps one record
+// in a thousand spreads a group of 10,000 records over 10,000 batches, ten
+// times the default max_in_flight_batches, and read a second's worth of
+// batches at a time. A group holds "much" when it spans at least one share
+// of the batches in flight, a share being what the open group and the groups
+// being made durable (batch.overlap) would each have if they split them
+// evenly, plus one share for reading ahead (pressureShares): then sealing it
+// frees the source soonest, and in a pipeline whose groups fill well before
+// the limit it is never asked.
+func (rt *runtime) pressed(ctx context.Context, s *sourceRunner, inflight int64) bool {
+	return rt.requestFlush(ctx, s, work{src: s, flush: true, pressure: max(inflight, 1)})
+}
+
+// requestFlush sends the flush request w through every worker s sent a batch
+// to since its last request.
+func (rt *runtime) requestFlush(ctx context.Context, s *sourceRunner, w work) bool {
 	s.poller.caughtSeq++
+	w.seq = s.poller.caughtSeq
 	for i, d := range s.poller.dispatched {
 		if !d {
 			continue
@@ -48,7 +73,7 @@ func (rt *runtime) caughtUp(ctx context.Context, s *sourceRunner) bool {
 		// complete before this worker passed it on.
 		s.caughtSent[i].Store(s.poller.caughtSeq)
 		select {
-		case rt.workers[i].in <- work{src: s, flush: true, caughtUp: true, seq: s.poller.caughtSeq}:
+		case rt.workers[i].in <- w:
 		case <-ctx.Done():
 			return false
 		}
@@ -76,4 +101,28 @@ func (s *sinkRunner) caughtUpEverywhere(c chunk) bool {
 		}
 	}
 	return true
+}
+
+// pressureShares is how many shares of its source's batches in flight a
+// sink's open group may span before a pressure request seals it (see
+// pressed): the open group's, one for each group being made durable, and
+// one for reading ahead.
+func (s *sinkRunner) pressureShares() int64 {
+	if s.sealer != nil {
+		return int64(s.spec.Batch.Overlap) + 2
+	}
+	return 2
+}
+
+// holdsMuchOf reports whether the open group spans at least one share of
+// inflight batches (see pressed).
+func (s *sinkRunner) holdsMuchOf(inflight int64) bool {
+	return holdsMuch(len(s.group), len(s.held.cur.Load().list()), s.pressureShares(), inflight)
+}
+
+// holdsMuch is holdsMuchOf's decision: an open group of records records that
+// spans held batches holds much of inflight batches when it spans at least
+// one of shares shares of them.
+func holdsMuch(records, held int, shares, inflight int64) bool {
+	return records > 0 && int64(held)*shares >= inflight
 }

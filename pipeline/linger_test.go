@@ -24,17 +24,27 @@ func (f *flushCount) Flush(ctx context.Context) error {
 	return err
 }
 
+// idleAfter is a source with n batches of 10 records, which then waits for
+// more that never come. (A source held at its in-flight limits is not idle
+// input: its sinks are asked to flush the groups that hold it, pressed.)
+func idleAfter(n int) *feedSource {
+	src := &feedSource{feed: make(chan feedBatch, n), seen: make(chan int64, 64)}
+	for range n {
+		src.feed <- feedBatch{n: 10}
+	}
+	return src
+}
+
 // Guarantee: with a Linger, a sink flushes its partial group once its input
 // has been idle for the Linger, not before, and long before MaxAge; the
 // flushed records are then acknowledged and committed like any other group.
 func TestLingerFlushesOnlyAfterIdleInput(t *testing.T) {
-	// An endless source whose batches stop at the in-flight limit: after the
-	// second batch the input is idle until the group is flushed.
-	src := gen(t, 0, 1, 10)
+	// A source that has two batches and then waits for more: after the
+	// second batch the input is idle.
+	src := idleAfter(2)
 	sink := &flushCount{writeSignal: &writeSignal{Sink: blackhole.New(), n: 2, done: make(chan struct{})}}
 	sp := fastSpec(src, pipeline.SinkSpec{Name: "out", Inputs: []string{"gen"}, Sink: sink,
 		Batch: pipeline.BatchSettings{MaxRecords: 1 << 20, MaxAge: time.Hour, Linger: 50 * time.Millisecond}})
-	sp.Sources[0].MaxInFlightBatches = 2
 	clock := newFakeClock()
 	stall := make(chan time.Time)
 	linger := make(chan time.Time)
@@ -70,11 +80,10 @@ func TestLingerFlushesOnlyAfterIdleInput(t *testing.T) {
 
 // A Linger is off by default: without one, idle input does not flush.
 func TestNoLingerByDefault(t *testing.T) {
-	src := gen(t, 0, 1, 10)
+	src := idleAfter(2)
 	sink := &flushCount{writeSignal: &writeSignal{Sink: blackhole.New(), n: 2, done: make(chan struct{})}}
 	sp := fastSpec(src, pipeline.SinkSpec{Name: "out", Inputs: []string{"gen"}, Sink: sink,
 		Batch: pipeline.BatchSettings{MaxRecords: 1 << 20, MaxAge: time.Hour}})
-	sp.Sources[0].MaxInFlightBatches = 2
 	clock := newFakeClock()
 	stall := make(chan time.Time)
 	linger := make(chan time.Time)

@@ -256,12 +256,11 @@ func (c *fakeClock) add(d time.Duration) { c.ns.Add(int64(d)) }
 // reported on /debug/stalls, naming the partition, the batch and the sink
 // whose current group holds it, and is logged once per batch.
 func TestStallReportNamesPartitionBatchAndSink(t *testing.T) {
-	src := gen(t, 0, 1, 10)
+	src := idleAfter(2)
 	sink := &writeSignal{Sink: blackhole.New(), n: 2, done: make(chan struct{})}
 	// The group is never flushed by size or age: the sink holds the batches.
 	sp := fastSpec(src, pipeline.SinkSpec{Name: "out", Inputs: []string{"gen"}, Sink: sink,
 		Batch: pipeline.BatchSettings{MaxRecords: 1 << 20, MaxAge: time.Hour}})
-	sp.Sources[0].MaxInFlightBatches = 2
 	sp.Checkpoint.StallWarning = time.Minute
 	sp.Metrics.Address = "127.0.0.1:0"
 	clock := newFakeClock()
@@ -303,9 +302,9 @@ func TestStallReportNamesPartitionBatchAndSink(t *testing.T) {
 		t.Fatalf("/debug/stalls lists %d partitions, want 1: %s", len(list), body)
 	}
 	st := list[0]
-	if st.Source != "gen" || st.Partition != "gen/0" || !strings.HasSuffix(st.Batch, "/s0") || st.Status != "pending" ||
+	if st.Source != "gen" || st.Partition != "p" || !strings.HasSuffix(st.Batch, "/s0") || st.Status != "pending" ||
 		st.AgeMillis != (130*time.Second).Milliseconds() || len(st.HeldBy) != 1 || st.HeldBy[0] != "out" {
-		t.Errorf("stall report %+v: want gen/0, batch s0, pending, 130s old, held by out", st)
+		t.Errorf("stall report %+v: want partition p, batch s0, pending, 130s old, held by out", st)
 	}
 	// Further refreshes do not log the same batch again.
 	ticks <- clock.now()

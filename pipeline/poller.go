@@ -53,6 +53,14 @@ func (s *sourceRunner) poll(pollCtx, hardCtx context.Context) {
 			if h := s.rt.o.hooks.paused; h != nil && !s.eof.Load() {
 				h(s.spec.Name, s.inflightBatches.Load(), s.inflightBytes.Load())
 			}
+			// Once a pause: the sinks' groups may be what holds the batches
+			// in flight (pressed, caughtup.go).
+			if !s.poller.pressed && !s.eof.Load() {
+				s.poller.pressed = true
+				if !s.rt.pressed(hardCtx, s, s.inflightBatches.Load()) {
+					return
+				}
+			}
 			select {
 			case <-s.credit:
 			case <-s.rewinds.sig:
@@ -89,6 +97,7 @@ func (s *sourceRunner) poll(pollCtx, hardCtx context.Context) {
 		// A Poll that returns a batch although a rewind cancelled it is
 		// issued like any other: it belongs to the epoch before the rewind,
 		// so its acknowledgements are stale once doRewinds starts the new one.
+		s.poller.pressed = false
 		ref, name, gen, err := s.checkAndIssue(b)
 		if err != nil {
 			s.putBatch(b)

@@ -165,7 +165,12 @@ func (s *sinkRunner) run(ctx context.Context) {
 }
 func (s *sinkRunner) handle(ctx context.Context, c chunk) {
 	if c.flush {
-		if c.caughtUp {
+		if c.pressure > 0 {
+			// A source paused at its in-flight limits (caughtup.go).
+			if !s.caughtUpEverywhere(c) || !s.holdsMuchOf(c.pressure) {
+				return
+			}
+		} else if c.caughtUp {
 			// The source has nothing more for now: flush rather than wait
 			// for MaxAge, once the request came through every worker
 			// (caughtup.go), unless that was done less than MaxAge ago (a

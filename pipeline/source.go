@@ -104,6 +104,10 @@ type pollerState struct {
 	// numbers the requests.
 	dispatched []bool
 	caughtSeq  uint64
+	// pressed is set when the poller asked the sinks for a flush because
+	// it paused at its in-flight limits (pressed), until it issues a batch
+	// again: one request a pause.
+	pressed bool
 
 	// read counts the records read, for the Report (read after the poller
 	// returned).

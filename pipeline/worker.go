@@ -26,6 +26,11 @@ type work struct {
 	// the source's requests.
 	caughtUp bool
 	seq      uint64
+	// pressure, when positive, marks a flush request sent because the
+	// source paused at its in-flight limits, with the batches it had in
+	// flight then: a sink honours it when its open group holds enough of
+	// them (caughtup.go). It is numbered in the same seq as caughtUp.
+	pressure int64
 }
 
 // chunk is what a worker hands a sink: records of one poll batch routed to it.
@@ -40,8 +45,9 @@ type chunk struct {
 	gen      uint64
 	flush    bool
 	caughtUp bool   // see work.caughtUp; src is the source that caught up
-	seq      uint64 // the request's number, for caughtUp
-	worker   int    // the worker it came through, for caughtUp
+	pressure int64  // see work.pressure; src is the source that paused
+	seq      uint64 // the request's number, for caughtUp and pressure
+	worker   int    // the worker it came through, for caughtUp and pressure
 }
 
 // worker applies the transform DAG to batches. Workers are sharded by source
@@ -95,7 +101,7 @@ func (w *worker) run() {
 	for wk := range w.in {
 		if wk.flush {
 			for _, s := range w.rt.sinks {
-				s.in <- chunk{flush: true, caughtUp: wk.caughtUp, src: wk.src, seq: wk.seq, worker: w.idx}
+				s.in <- chunk{flush: true, caughtUp: wk.caughtUp, pressure: wk.pressure, src: wk.src, seq: wk.seq, worker: w.idx}
 			}
 			continue
 		}
