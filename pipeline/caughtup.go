@@ -48,8 +48,8 @@ func (rt *runtime) caughtUp(ctx context.Context, s *sourceRunner) bool {
 // Without it a group that holds records of most of the batches in flight
 // waits for MaxAge, and the source with it: a filter that keeps one record
 // in a thousand spreads a group of 10,000 records over 10,000 batches, ten
-// times the default max_in_flight_batches, and read a second's worth of
-// batches at a time. A group holds "much" when it spans at least one share
+// times the default max_in_flight_batches, so the source read 1,024
+// batches and then waited for MaxAge, again and again. A group holds "much" when it spans at least one share
 // of the batches in flight, a share being what the open group and the groups
 // being made durable (batch.overlap) would each have if they split them
 // evenly, plus one share for reading ahead (pressureShares): then sealing it
