@@ -174,7 +174,8 @@ func (r *Record) Lookup(names []string, dst []Value, found []bool) error {
 			dst[k], found[k] = Value{}, false
 			continue
 		}
-		dst[k], found[k] = RawValue(b), true
+		dst[k].setRaw(b)
+		found[k] = true
 	}
 	return nil
 }

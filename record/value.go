@@ -100,7 +100,18 @@ func NumberLiteral(lit string) Value { return Value{kind: Number, raw: true, s: 
 // RawValue returns the value whose JSON text is b, which the scanner checked
 // (one value, no surrounding space). The value shares b.
 func RawValue(b []byte) Value {
+	var v Value
+	v.setRaw(b)
+	return v
+}
+
+// setRaw makes *v RawValue(b), field by field where it lies. A caller that
+// stores RawValue's result into memory (record.Lookup, into its dst) has it
+// spilled from registers and copied with wider loads than the stores that
+// spilled it, a store-forwarding stall on every call.
+func (v *Value) setRaw(b []byte) {
 	s := bytesString(b)
+	v.n, v.x = 0, nil
 	switch b[0] {
 	case '"':
 		// Text that AppendString would write differently keeps its quoted
@@ -108,22 +119,24 @@ func RawValue(b []byte) Value {
 		// writes as an escape.
 		for _, c := range b[1 : len(b)-1] {
 			if c == '\\' || c == 0xed {
-				return Value{kind: String, raw: true, s: s}
+				v.kind, v.raw, v.s = String, true, s
+				return
 			}
 		}
-		return Value{kind: String, s: s[1 : len(s)-1]}
+		v.kind, v.raw, v.s = String, false, s[1:len(s)-1]
 	case '{':
-		return Value{kind: Object, raw: true, s: s}
+		v.kind, v.raw, v.s = Object, true, s
 	case '[':
-		return Value{kind: Array, raw: true, s: s}
+		v.kind, v.raw, v.s = Array, true, s
 	case 't':
-		return Value{kind: Bool, n: 1}
+		v.kind, v.raw, v.s, v.n = Bool, false, "", 1
 	case 'f':
-		return Value{kind: Bool}
+		v.kind, v.raw, v.s = Bool, false, ""
 	case 'n':
-		return Value{}
+		v.kind, v.raw, v.s = Null, false, ""
+	default:
+		v.kind, v.raw, v.s = Number, true, s
 	}
-	return Value{kind: Number, raw: true, s: s}
 }
 
 // ParseValue checks that b is one JSON value and returns it. The value
