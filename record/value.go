@@ -100,18 +100,22 @@ func NumberLiteral(lit string) Value { return Value{kind: Number, raw: true, s: 
 // RawValue returns the value whose JSON text is b, which the scanner checked
 // (one value, no surrounding space). The value shares b.
 func RawValue(b []byte) Value {
-	var v Value
-	v.setRaw(b)
-	return v
+	k, raw, n, s := rawParts(b)
+	return Value{kind: k, raw: raw, n: n, s: s}
 }
 
-// setRaw makes *v RawValue(b), field by field where it lies. A caller that
-// stores RawValue's result into memory (record.Lookup, into its dst) has it
-// spilled from registers and copied with wider loads than the stores that
-// spilled it, a store-forwarding stall on every call.
+// setRaw makes *v RawValue(b), field by field where it lies. Storing
+// RawValue's result instead (record.Lookup, into its dst) goes through a
+// copy on the stack made with wider loads than the stores that wrote it, a
+// store-forwarding stall on every call.
 func (v *Value) setRaw(b []byte) {
-	s := bytesString(b)
-	v.n, v.x = 0, nil
+	v.kind, v.raw, v.n, v.s = rawParts(b)
+	v.x = nil
+}
+
+// rawParts is RawValue's fields, returned in registers.
+func rawParts(b []byte) (k Kind, raw bool, n uint64, s string) {
+	s = bytesString(b)
 	switch b[0] {
 	case '"':
 		// Text that AppendString would write differently keeps its quoted
@@ -119,24 +123,22 @@ func (v *Value) setRaw(b []byte) {
 		// writes as an escape.
 		for _, c := range b[1 : len(b)-1] {
 			if c == '\\' || c == 0xed {
-				v.kind, v.raw, v.s = String, true, s
-				return
+				return String, true, 0, s
 			}
 		}
-		v.kind, v.raw, v.s = String, false, s[1:len(s)-1]
+		return String, false, 0, s[1 : len(s)-1]
 	case '{':
-		v.kind, v.raw, v.s = Object, true, s
+		return Object, true, 0, s
 	case '[':
-		v.kind, v.raw, v.s = Array, true, s
+		return Array, true, 0, s
 	case 't':
-		v.kind, v.raw, v.s, v.n = Bool, false, "", 1
+		return Bool, false, 1, ""
 	case 'f':
-		v.kind, v.raw, v.s = Bool, false, ""
+		return Bool, false, 0, ""
 	case 'n':
-		v.kind, v.raw, v.s = Null, false, ""
-	default:
-		v.kind, v.raw, v.s = Number, true, s
+		return Null, false, 0, ""
 	}
+	return Number, true, 0, s
 }
 
 // ParseValue checks that b is one JSON value and returns it. The value
