@@ -23,6 +23,10 @@ import (
 // what it is sent. A later request that overtakes an earlier one's stragglers
 // only raises what is waited for; when the stragglers come, the latest
 // request is complete, which covers the earlier one too.
+//
+// A source paused at its in-flight limits sends its request the same way,
+// numbered in the same sequence (pressed, below): the names caughtSeq,
+// caughtSent and caughtUpEverywhere serve both.
 
 // noteDispatch marks worker w as holding a batch of s sent after the last
 // caught-up request. Called by the poller.

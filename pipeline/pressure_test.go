@@ -30,6 +30,7 @@ func TestPausedSourceGetsItsBatchesBack(t *testing.T) {
 			return m, func() int { return len(m.Values()) }
 		}, 0},
 		{"sealing sink", func() (connector.Sink, func() int) {
+			// isolate_test.go's sealer, whose failures never come this soon.
 			s := &flakySealer{sealEvery: 1 << 30, persistEvery: 1 << 30}
 			return s, func() int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.flushed) }
 		}, 3},

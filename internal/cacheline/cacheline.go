@@ -10,7 +10,11 @@
 // that inside a struct; Make does it for a slice.
 package cacheline
 
-import "unsafe"
+import (
+	"fmt"
+	"reflect"
+	"unsafe"
+)
 
 // Size is the distance that keeps two writers apart: two 64-byte lines, the
 // line size of amd64 and most arm64 cores, because amd64 cores also fetch
@@ -33,4 +37,20 @@ func Make[T any](n int) []T {
 	pad := (Size + size - 1) / size
 	s := make([]T, n+2*pad)
 	return s[pad : pad+n : pad+n]
+}
+
+// CheckPadded reports, for the tests of a struct type that uses Pad, an
+// error unless v is a struct whose first and last fields are Pads: then its
+// other fields are at least Size bytes from both ends of its allocation.
+func CheckPadded(v any) error {
+	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Struct || t.NumField() < 3 {
+		return fmt.Errorf("cacheline: %v is not a struct with fields between two Pads", t)
+	}
+	pad := reflect.TypeFor[Pad]()
+	if first, last := t.Field(0), t.Field(t.NumField()-1); first.Type != pad || last.Type != pad {
+		return fmt.Errorf("cacheline: %v's first and last fields are %s %v and %s %v, want two cacheline.Pad",
+			t, first.Name, first.Type, last.Name, last.Type)
+	}
+	return nil
 }

@@ -1,6 +1,8 @@
 package cacheline
 
 import (
+	"cmp"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -21,13 +23,37 @@ func TestMakeKeepsSlicesApart(t *testing.T) {
 		lo := uintptr(unsafe.Pointer(&s[0]))
 		regions = append(regions, region{lo, lo + uintptr(len(s))*unsafe.Sizeof(s[0])})
 	}
-	slices.SortFunc(regions, func(a, b region) int { return int(a.lo - b.lo) })
+	slices.SortFunc(regions, func(a, b region) int { return cmp.Compare(a.lo, b.lo) })
 	for i := 1; i < len(regions); i++ {
 		if gap := regions[i].lo - regions[i-1].hi; gap < Size {
 			t.Fatalf("two made slices are %d bytes apart, want at least %d", gap, Size)
 		}
 	}
-	_ = keep
+	runtime.KeepAlive(keep) // none was freed and its memory made again meanwhile
+}
+
+func TestCheckPadded(t *testing.T) {
+	type padded struct {
+		_ Pad
+		_ int
+		_ Pad
+	}
+	type headOnly struct {
+		_ Pad
+		_ int
+	}
+	type tailOnly struct {
+		_ int
+		_ Pad
+	}
+	if err := CheckPadded(padded{}); err != nil {
+		t.Errorf("a struct between two Pads: %v", err)
+	}
+	for _, v := range []any{headOnly{}, tailOnly{}, struct{ n int }{}, 3, nil} {
+		if CheckPadded(v) == nil {
+			t.Errorf("CheckPadded(%T) passed", v)
+		}
+	}
 }
 
 func TestMakeLengthAndCapacity(t *testing.T) {
