@@ -116,14 +116,15 @@ func (h *sinkHealth) failure(sink string, now time.Time) (SinkFailure, bool) {
 }
 
 // noteFailure records a failed attempt of the sink, with its metrics, and
-// logs it with backoff.
-func (s *sinkRunner) noteFailure(err error, what string) {
+// logs it with backoff; it reports whether it logged this one.
+func (s *sinkRunner) noteFailure(err error, what string) bool {
 	n, log := s.health.failed(s.rt.now(), err)
 	s.mFailures.Set(float64(n))
 	if log {
 		s.log.Warn(what+" failed", "consecutive_failures", n, "failing_for", s.health.failingFor(s.rt.now()).Round(time.Millisecond), "err", err)
 		s.rt.events.add(Event{Kind: EventSinkFailing, Sink: s.spec.Name, Message: failingMessage(what, n, err)})
 	}
+	return log
 }
 
 // watchHealth logs, once per run of failures, that the sink has failed for

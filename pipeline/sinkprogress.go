@@ -3,6 +3,7 @@ package pipeline
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -367,6 +368,9 @@ func (s *sinkRunner) settleAll(ctx context.Context) {
 
 // loadStored reads a PositionKeeper's stored position of pp's partition,
 // retrying within the sink's RetrySettings. It reports whether it succeeded.
+// A failed read is a failure of the sink like a failed flush (noteFailure):
+// while the store is unreachable no flush may be tried, and the sink must
+// still show as failing within stall_warning.
 func (s *sinkRunner) loadStored(ctx context.Context, pp *partProgress) bool {
 	name := pp.name
 	r := s.spec.Retry
@@ -382,12 +386,14 @@ func (s *sinkRunner) loadStored(ctx context.Context, pp *partProgress) bool {
 			return true
 		}
 		s.rt.m.writeErrors.WithLabelValues(s.spec.Name).Inc()
+		logged := s.noteFailure(fmt.Errorf("reading the stored position of partition %s: %w", name, err), "reading stored positions")
 		wait := backoff/2 + rand.N(backoff/2+1)
 		if attempt >= r.MaxAttempts || time.Since(start)+wait > r.MaxElapsed || ctx.Err() != nil {
-			s.log.Error("reading stored positions failed; the partition's records are failed and replayed", "partition", name, "err", err)
+			if logged {
+				s.log.Error("reading stored positions failed; the partition's records are failed and replayed", "partition", name, "err", err)
+			}
 			return false
 		}
-		s.log.Warn("reading stored positions failed; retrying", "partition", name, "attempt", attempt, "backoff", wait, "err", err)
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:

@@ -3,9 +3,11 @@ package pipeline_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -439,4 +441,58 @@ func TestSealingPositionKeeperUnderFailures(t *testing.T) {
 	if flushes < 2 {
 		t.Errorf("%d synchronous retries: the test did not fail a group for good", flushes)
 	}
+}
+
+// Guarantee: a PositionKeeper whose stored positions cannot be read (its
+// catalog or database went away before the sink's first flush of a
+// partition) is a failing sink like one whose flushes fail: /readyz names
+// it with the error once that has lasted stall_warning, though no flush is
+// ever attempted meanwhile; once the store answers, the run ends with every
+// record once. Before, only the partitions showed as stalled: the reads
+// were retried and their records replayed without the sink's health ever
+// hearing of it.
+func TestStoredPositionsFailingIsVisible(t *testing.T) {
+	const n = 2000
+	db := newKeeperDB()
+	keeper := &keeperSink{db: db}
+	keeper.storedFails.Store(1 << 40)
+	sp := fastSpec(gen(t, n, 2, 50), pipeline.SinkSpec{Name: "db", Inputs: []string{"gen"}, Sink: keeper, Batch: pipeline.BatchSettings{MaxRecords: 150}})
+	sp.Checkpoint.StallWarning = 200 * time.Millisecond
+	sp.Metrics.Address = "127.0.0.1:0"
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- pipeline.Run(context.Background(), sp, quiet, pipeline.WithListening(func(a string) { addr <- a }))
+	}()
+	base := "http://" + <-addr
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body := httpGet(t, base+"/readyz")
+		var ready pipeline.Readiness
+		if err := json.Unmarshal([]byte(body), &ready); err != nil {
+			t.Fatalf("/readyz: %v: %s", err, body)
+		}
+		found := false
+		for _, r := range ready.Reasons {
+			found = found || (r.Kind == "sink" && r.Sink == "db" && strings.Contains(r.Message, "test database: unreachable"))
+		}
+		if code == 503 && found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz %d %s: want 503 naming the sink whose stored positions cannot be read", code, body)
+		}
+		time.Sleep(20 * time.Millisecond) // polling an external view
+	}
+	db.mu.Lock()
+	held := len(db.rows)
+	db.mu.Unlock()
+	if held != 0 {
+		t.Fatalf("the database holds %d records while no stored position could be read, want 0", held)
+	}
+	keeper.storedFails.Store(0)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	exactlyOnce(t, db.check(t), n)
 }

@@ -126,7 +126,12 @@ metrics: { address: %[3]s }
 	})
 	rs.script("stop")
 	stopped := time.Now()
-	var reason string
+	var reason, last string
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("/readyz last answered: %s\nweir's log:\n%s", last, weirtest.Tail(p.Log, 40))
+		}
+	})
 	weirtest.WaitFor(t, "/readyz to answer 503 naming the sink", time.Minute, func() bool {
 		select {
 		case <-p.Done:
@@ -139,6 +144,7 @@ metrics: { address: %[3]s }
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		last = fmt.Sprintf("%d %s", resp.StatusCode, body)
 		if resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(body), "lake") && strings.Contains(string(body), "connection refused") {
 			reason = string(body)
 			return true
