@@ -83,3 +83,11 @@ func TestIntegrationResumeFromCommitted(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreachableClusterIsFailing against the real broker, through the
+// proxy that rewrites its advertised address.
+func TestIntegrationUnreachableClusterIsFailing(t *testing.T) {
+	brokers := kafkatest.Brokers(t)
+	topic := kafkatest.CreateTopic(testCtx(t), t, kafkatest.Client(t, brokers), "weir-unreachable", 1)
+	unreachableClusterIsFailing(t, brokers, topic)
+}

@@ -131,6 +131,11 @@ type Source struct {
 	// partition per fetch, never per record.
 	endsMu sync.Mutex
 	ends   map[string]connector.Position
+
+	// reach follows whether the client reaches its cluster, for Failing
+	// (pipeline.FailureReporter): the client retries an unreachable
+	// cluster by itself, and Poll returns nothing meanwhile.
+	reach kafkaclient.Reach
 }
 
 // New returns a source for cfg, which must be valid.
@@ -212,6 +217,7 @@ func (s *Source) opts() ([]kgo.Opt, error) {
 		kgo.OnPartitionsRevoked(s.onRevoked),
 		kgo.OnPartitionsLost(s.onLost),
 		kgo.AdjustFetchOffsetsFn(s.adjustOffsets),
+		kgo.WithHooks(&s.reach),
 	)
 	if c.TopicRegex != "" {
 		opts = append(opts, kgo.ConsumeRegex(), kgo.ConsumeTopics(c.TopicRegex))
@@ -222,6 +228,18 @@ func (s *Source) opts() ([]kgo.Opt, error) {
 		opts = append(opts, kgo.InstanceID(c.InstanceID))
 	}
 	return opts, nil
+}
+
+// Failing reports since when the client has reached no broker, how many
+// dials and reads failed since, and the last error (pipeline.FailureReporter):
+// /readyz, /debug/stalls and the status name the source once that has
+// lasted stall_warning.
+func (s *Source) Failing() (time.Time, int, error) {
+	since, n, err := s.reach.Failing()
+	if err != nil {
+		err = fmt.Errorf("kafka: source %s: no broker answers: %w", s.name, err)
+	}
+	return since, n, err
 }
 
 func (s *Source) logger() *slog.Logger {

@@ -331,6 +331,23 @@ const attemptTimeout = 30 * time.Second
 // client address and since when, read from pg_stat_activity on the
 // ordinary connection (when there is one yet). Other errors get the fix
 // reach.PgExplain knows, if any.
+// Failing reports since when the replication connection has been lost, how
+// many connections and reconnections failed since, and the last error
+// (pipeline.FailureReporter): the source reconnects by itself and Poll
+// returns nothing meanwhile, so /readyz, /debug/stalls and the status name
+// it once that has lasted stall_warning.
+func (s *Source) Failing() (time.Time, int, error) {
+	st := s.streamP.Load()
+	if st == nil {
+		return time.Time{}, 0, nil
+	}
+	f := st.failing.Load()
+	if f == nil {
+		return time.Time{}, 0, nil
+	}
+	return f.since, f.n, fmt.Errorf("pgcdc: slot %s: replication connection lost, reconnecting: %w", s.cfg.Slot, f.err)
+}
+
 func (s *Source) explainBusy(err error) error {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "55006" || s.meta == nil || s.meta.IsClosed() {

@@ -78,7 +78,30 @@ type stream struct {
 	// atomically): Poll then wakes it after taking one.
 	pendingWaiting atomic.Bool
 
+	// failing is the failure the goroutine reconnects after, for
+	// Source.Failing: set at a lost connection or a failed reconnection,
+	// kept (its since and a count) while they go on, cleared once
+	// streaming starts again; nil while it streams.
+	failing atomic.Pointer[streamFailure]
+
 	done chan struct{}
+}
+
+// streamFailure is one state of a failing stream, never changed once
+// published.
+type streamFailure struct {
+	since time.Time
+	n     int
+	err   error
+}
+
+// failed notes a lost connection or a failed reconnection.
+func (st *stream) failed(err error) {
+	f := &streamFailure{since: time.Now(), n: 1, err: err}
+	if old := st.failing.Load(); old != nil {
+		f.since, f.n = old.since, old.n+1
+	}
+	st.failing.Store(f) // only the stream's goroutine writes
 }
 
 func newStream(src *Source, part connector.Partition, start uint64) *stream {
@@ -223,6 +246,7 @@ func (st *stream) run(ctx context.Context, start uint64, first *pgconn.PgConn) {
 		first = nil
 		if err == nil {
 			backoff = st.cfg.ReconnectBackoff
+			st.failing.Store(nil)
 			err = st.serve(ctx, conn, dec, p, &gen)
 			st.setConn(nil)
 			closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -238,8 +262,10 @@ func (st *stream) run(ctx context.Context, start uint64, first *pgconn.PgConn) {
 			st.errc <- fmt.Errorf("pgcdc: slot %s: %w", st.cfg.Slot, err)
 			return
 		}
+		err = st.src.explainBusy(err)
+		st.failed(err)
 		st.log.Warn("pgcdc: replication connection lost; reconnecting", "slot", st.cfg.Slot,
-			"resume_lsn", formatLSN(p.end), "backoff", backoff, "err", st.src.explainBusy(err))
+			"resume_lsn", formatLSN(p.end), "backoff", backoff, "err", err)
 		// Full jitter between half and all of the step.
 		wait := backoff/2 + time.Duration(rand.Int64N(int64(backoff/2)+1))
 		backoff = min(backoff*2, st.cfg.ReconnectBackoffMax)

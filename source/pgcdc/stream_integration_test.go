@@ -12,10 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/weir-etl/weir/checkpoint"
 	"github.com/weir-etl/weir/connector"
 	"github.com/weir-etl/weir/internal/testkit/pgcdctest"
 	"github.com/weir-etl/weir/internal/testkit/weirtest"
+	"github.com/weir-etl/weir/pipeline"
 	"github.com/weir-etl/weir/source/pgcdc"
 )
 
@@ -293,4 +297,102 @@ func waitStreaming(t *testing.T, r *run, db *pgcdctest.DB, slot string) {
 		s := db.Slot(slot)
 		return s.Active && s.Confirmed != 0 && strings.Contains(r.logs.String(), "pgcdc: streaming")
 	})
+}
+
+// Guarantee: a replication connection that cannot be made again is a
+// failure the runtime shows (pipeline.FailureReporter: /readyz,
+// /debug/stalls, the status): Failing reports it from the loss on, with the
+// reason (here another consumer holding the slot), though Poll returns
+// nothing meanwhile and the source reconnects by itself; once the slot is
+// free the source streams again, Failing clears and no change is lost.
+// Before, an idle source whose server went away looked healthy.
+func TestLostConnectionIsFailing(t *testing.T) {
+	db := pgcdctest.NewDB(t)
+	db.Exec(`CREATE TABLE t (id int8 PRIMARY KEY)`)
+	cfg := config(t, db, "t")
+	cfg.Snapshot = "never"
+	// Slow reconnections, so that the test's consumer takes the slot first.
+	cfg.ReconnectBackoff, cfg.ReconnectBackoffMax = 400*time.Millisecond, 400*time.Millisecond
+	src, err := pgcdc.New("cdc", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var _ pipeline.FailureReporter = src
+	sink := &collector{}
+	r := startRun(t, src, sink)
+	pgcdctest.Poll(t, 30*time.Second, "the slot streamed", func() bool { return db.Slot(cfg.Slot).Active })
+	db.Exec(`INSERT INTO t SELECT generate_series(0, 99)`)
+	r.waitRecords(100, 30*time.Second)
+	if since, n, err := src.Failing(); !since.IsZero() || err != nil {
+		t.Fatalf("failing since %v (%d attempts): %v; want healthy while streaming", since, n, err)
+	}
+
+	// Another consumer takes the slot from the source's walsender.
+	lost := time.Now()
+	holder := holdSlot(t, db, cfg.Slot)
+	pgcdctest.Poll(t, 30*time.Second, "the source failing, naming the held slot", func() bool {
+		since, n, err := src.Failing()
+		return !since.IsZero() && n >= 2 && err != nil && strings.Contains(err.Error(), "replication connection lost") &&
+			strings.Contains(err.Error(), "55006")
+	})
+	since, n, err := src.Failing()
+	t.Logf("failing %v after the slot was taken (%d attempts): %v", time.Since(lost).Round(time.Millisecond), n, err)
+	if since.Before(lost) {
+		t.Errorf("failing since %v, before the slot was taken at %v", since, lost)
+	}
+	db.Exec(`INSERT INTO t SELECT generate_series(100, 199)`)
+	_ = holder.Close(context.Background())
+
+	got := r.waitRecords(200, 60*time.Second)
+	seen := map[string]bool{}
+	for _, o := range got {
+		seen[o.key] = true
+	}
+	for i := range 200 {
+		if !seen[fmt.Sprintf(`{"id":%d}`, i)] {
+			t.Fatalf("row %d never arrived", i)
+		}
+	}
+	pgcdctest.Poll(t, 30*time.Second, "Failing cleared", func() bool {
+		since, _, err := src.Failing()
+		return since.IsZero() && err == nil
+	})
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// holdSlot terminates the walsender streaming slot and streams it itself,
+// on a replication connection the caller closes; it retries until the old
+// walsender has let the slot go and before the source takes it back.
+func holdSlot(t *testing.T, db *pgcdctest.DB, slot string) *pgconn.PgConn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pc, err := pgconn.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.Password = os.Getenv(pgcdctest.PasswordEnv)
+	pc.RuntimeParams["replication"] = "database"
+	for {
+		if s := db.Slot(slot); s.Active {
+			db.Exec(`SELECT pg_terminate_backend($1)`, s.PID)
+		}
+		conn, err := pgconn.ConnectConfig(ctx, pc)
+		if err != nil {
+			t.Fatalf("a replication connection of the test's own: %v", err)
+		}
+		err = pglogrepl.StartReplication(ctx, conn, slot, 0, pglogrepl.StartReplicationOptions{
+			PluginArgs: []string{"proto_version '1'", "publication_names 'weir_test'"}})
+		if err == nil {
+			t.Cleanup(func() { _ = conn.Close(context.Background()) })
+			return conn
+		}
+		_ = conn.Close(context.Background())
+		if ctx.Err() != nil {
+			t.Fatalf("taking slot %s: %v", slot, err)
+		}
+		time.Sleep(20 * time.Millisecond) // the old walsender is still exiting
+	}
 }

@@ -14,7 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Proxy is a TCP proxy in front of one Kafka broker that a test can freeze:
+// Proxy is a TCP proxy in front of one Kafka broker that a test can freeze
+// (Down and Up take it away and bring it back, as a stopped broker):
 // while frozen it forwards nothing in either direction and holds every
 // connection open, new ones too, as a broker stopped mid-request does (a
 // process under SIGSTOP, a network that drops everything). Thaw forwards
@@ -44,6 +45,7 @@ type Proxy struct {
 	frozen bool
 	thawed chan struct{} // closed while not frozen
 	conns  map[net.Conn]struct{}
+	down   bool // Down: not listening until Up
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -66,7 +68,7 @@ func NewProxy(t testing.TB, upstream string) *Proxy {
 	px := &Proxy{Addr: ln.Addr().String(), t: t, ln: ln, upstream: upstream, upHost: uh, upPort: up, host: h, port: p,
 		thawed: thawed, conns: map[net.Conn]struct{}{}}
 	px.wg.Add(1)
-	go px.accept()
+	go px.accept(ln)
 	t.Cleanup(px.Close)
 	return px
 }
@@ -101,6 +103,39 @@ func (p *Proxy) Thaw() {
 		p.frozen = false
 		close(p.thawed)
 	}
+}
+
+// Down makes the broker unreachable, as a stopped broker is: the proxy
+// stops listening, so that dials are refused, and closes every connection.
+func (p *Proxy) Down() {
+	p.mu.Lock()
+	if p.closed || p.down {
+		p.mu.Unlock()
+		return
+	}
+	p.down = true
+	_ = p.ln.Close()
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+}
+
+// Up listens again on the proxy's address after Down.
+func (p *Proxy) Up() {
+	p.t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || !p.down {
+		return
+	}
+	ln, err := net.Listen("tcp", p.Addr)
+	if err != nil {
+		p.t.Fatalf("proxy: listening again on %s: %v", p.Addr, err)
+	}
+	p.ln, p.down = ln, false
+	p.wg.Add(1)
+	go p.accept(ln)
 }
 
 // Close stops the proxy and closes its connections. It is called when the
@@ -154,10 +189,10 @@ func (p *Proxy) untrack(c net.Conn) {
 	_ = c.Close()
 }
 
-func (p *Proxy) accept() {
+func (p *Proxy) accept(ln net.Listener) {
 	defer p.wg.Done()
 	for {
-		c, err := p.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			return
 		}

@@ -3,6 +3,8 @@ package kafkatest
 import (
 	"context"
 	"fmt"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,5 +78,29 @@ func checkProxy(t *testing.T, px *Proxy, topic string) {
 	px.Thaw()
 	if err := <-res; err != nil {
 		t.Fatalf("the produce held by the freeze, after the thaw: %v", err)
+	}
+}
+
+// Down refuses dials and closes what is open, as a stopped broker; Up
+// serves again on the same address.
+func TestProxyGoesDownAndUp(t *testing.T) {
+	c := Fake(t, "proxied", 1)
+	px := NewProxy(t, c.ListenAddrs()[0])
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl := Client(t, []string{px.Addr})
+	if err := cl.Ping(ctx); err != nil {
+		t.Fatalf("ping through the proxy: %v", err)
+	}
+	px.Down()
+	if conn, err := net.Dial("tcp", px.Addr); err == nil {
+		conn.Close()
+		t.Fatal("a dial to the proxy while down was accepted")
+	} else if !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("a dial to the proxy while down: %v, want connection refused", err)
+	}
+	px.Up()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "proxied", Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatalf("producing through the proxy once up again: %v", err)
 	}
 }
