@@ -60,7 +60,7 @@ type checkpointOptions struct {
 	CommitInterval       Duration `yaml:"commit_interval" doc:"How often committable positions are committed to the sources."`
 	ShutdownTimeout      Duration `yaml:"shutdown_timeout" doc:"On a graceful stop, how long in-flight data gets to become durable before what is unwritten is abandoned (and read again next time)."`
 	DrainTimeout         Duration `yaml:"drain_timeout" doc:"How long a revoked partition (a Kafka rebalance) gets to finish its batches in flight."`
-	StallWarning         Duration `yaml:"stall_warning" doc:"A partition whose watermark has not moved, a commit not answering or failing, or a sink failing, this long is logged once, named in /debug/stalls and makes /readyz answer 503."`
+	StallWarning         Duration `yaml:"stall_warning" doc:"A partition whose watermark has not moved, a commit not answering or failing, a sink failing, or a sink call (a flush, a write) not returning, this long is logged once, named in /debug/stalls and makes /readyz answer 503."`
 	CommitFailureTimeout Duration `yaml:"commit_failure_timeout" doc:"Commits that keep failing this long stop the run."`
 	CommitTimeout        Duration `yaml:"commit_timeout" doc:"How long one commit to a source may take: one that has not answered by then fails and is retried with backoff, committing nothing."`
 	MaxInFlightBatches   int      `yaml:"max_in_flight_batches" doc:"Batches read but not resolved before a source's polling pauses, for every source that does not set its own."`

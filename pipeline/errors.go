@@ -93,6 +93,10 @@ func (e *IncompleteError) Error() string {
 		fmt.Fprintf(&b, ", %s unresolved", words.Count(e.InFlight, "batch", "batches"))
 	}
 	for _, f := range e.Failing {
+		if f.Waiting {
+			fmt.Fprintf(&b, "; sink %s waits: %s", f.Sink, f.Error)
+			continue
+		}
 		fmt.Fprintf(&b, "; sink %s failing for %v: %s", f.Sink, roughly(time.Duration(f.FailingForMillis)*time.Millisecond), f.Error)
 	}
 	return b.String()

@@ -139,13 +139,16 @@ func (rt *runtime) readiness() Readiness {
 		}
 	}
 	for _, s := range rt.sinks {
-		f, failing := s.health.failure(s.spec.Name, now)
+		f, failing := s.failure(now)
 		if !failing || (!f.GaveUp && time.Duration(f.FailingForMillis)*time.Millisecond < warn) {
 			continue
 		}
 		msg := fmt.Sprintf("failing for %v (%d attempts): %s", (time.Duration(f.FailingForMillis) * time.Millisecond).Round(time.Second), f.Failures, f.Error)
-		if f.GaveUp {
+		switch {
+		case f.GaveUp:
 			msg = "gave up: " + msg
+		case f.Waiting:
+			msg = f.Error
 		}
 		r.Reasons = append(r.Reasons, Reason{Kind: "sink", Sink: s.spec.Name, ForMillis: f.FailingForMillis, Message: msg})
 	}

@@ -69,7 +69,7 @@ func (s *sinkRunner) isolate(ctx context.Context, err error, logIt bool) {
 		part, perr := s.rewrite(ctx, recs[:rd.N])
 		if perr == nil {
 			s.kept = s.givePartPositions(recs[rd.N:], s.kept)
-			perr = s.spec.Sink.Flush(ctx)
+			perr = s.sinkFlush(ctx)
 		}
 		// Records rejected on the way left the part: close the gap.
 		recs = append(part, recs[rd.N:]...)
@@ -83,7 +83,7 @@ func (s *sinkRunner) isolate(ctx context.Context, err error, logIt bool) {
 			continue
 		}
 		s.rt.m.writeErrors.WithLabelValues(s.spec.Name).Inc()
-		if aerr := s.spec.Sink.Abort(ctx); aerr != nil {
+		if aerr := s.sinkAbort(ctx); aerr != nil {
 			s.log.Warn("abort failed", "err", aerr)
 		}
 		err = perr

@@ -108,7 +108,7 @@ func (s *sourceRunner) modelSource(now time.Time) view.Source {
 	}
 	for _, k := range snap.reach {
 		sk := s.rt.sinks[k]
-		if f, ok := sk.health.failure(sk.spec.Name, now); ok {
+		if f, ok := sk.failure(now); ok {
 			src.FailingSinks = append(src.FailingSinks, f)
 		}
 	}
@@ -227,6 +227,9 @@ func (rt *runtime) sinkNode(s *sinkRunner) view.StatusNode {
 		n.Since = &since
 	}
 	n.Failures, n.Error = failures, lastErr
+	if c, _, ok := s.hungCall(rt.now(), warn); ok && failures == 0 && !gaveUp {
+		n.State, n.Since, n.Error = "failing", &c.since, c.message(rt.now())
+	}
 	return n
 }
 

@@ -44,7 +44,7 @@ func (s *sinkRunner) retry(ctx context.Context, err error) {
 	for v.Attempt = 1; ; v.Attempt++ {
 		s.rt.m.writeErrors.WithLabelValues(s.spec.Name).Inc()
 		s.noteFailure(err, "write")
-		if aerr := s.spec.Sink.Abort(ctx); aerr != nil {
+		if aerr := s.sinkAbort(ctx); aerr != nil {
 			s.log.Warn("abort failed", "err", aerr)
 		}
 		v.TooLarge, v.Records, v.Elapsed, v.Stopping, v.Rand = tooLarge(err), len(s.group), time.Since(start), ctx.Err() != nil, rand.Uint64()
@@ -71,7 +71,7 @@ func (s *sinkRunner) retry(ctx context.Context, err error) {
 		if recs, err = s.rewrite(ctx, s.group); err == nil {
 			s.group = recs
 			s.kept = s.givePositions(s.entries, s.kept)
-			if err = s.spec.Sink.Flush(ctx); err == nil {
+			if err = s.sinkFlush(ctx); err == nil {
 				s.ackGroup()
 				return
 			}
@@ -167,13 +167,13 @@ func (s *sinkRunner) writeInParts(ctx context.Context) error {
 	var err error
 	for len(recs) > 0 {
 		n := min(size, len(recs))
-		if aerr := s.spec.Sink.Abort(ctx); aerr != nil {
+		if aerr := s.sinkAbort(ctx); aerr != nil {
 			s.log.Warn("abort failed", "err", aerr)
 		}
 		var part []record.Record
 		if part, err = s.rewrite(ctx, recs[:n]); err == nil {
 			s.kept = s.givePartPositions(recs[n:], s.kept)
-			err = s.spec.Sink.Flush(ctx)
+			err = s.sinkFlush(ctx)
 		}
 		if err != nil {
 			if tooLarge(err) && n > 1 {
@@ -199,7 +199,7 @@ func (s *sinkRunner) writeInParts(ctx context.Context) error {
 // sink rejected, which are resolved alone.
 func (s *sinkRunner) rewrite(ctx context.Context, recs []record.Record) ([]record.Record, error) {
 	for off := 0; off < len(recs); {
-		err := s.spec.Sink.Write(ctx, recs[off:])
+		err := s.sinkWrite(ctx, recs[off:])
 		if err == nil {
 			return recs, nil
 		}

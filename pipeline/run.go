@@ -368,7 +368,7 @@ func (rt *runtime) incomplete() error {
 	}
 	now := rt.now()
 	for _, s := range rt.sinks {
-		if f, failing := s.health.failure(s.spec.Name, now); failing {
+		if f, failing := s.failure(now); failing {
 			e.Failing = append(e.Failing, f)
 		}
 	}

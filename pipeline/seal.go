@@ -43,13 +43,13 @@ func (s *sinkRunner) persist(ctx context.Context, done chan<- struct{}) {
 		if stopped && g.round == stopRound {
 			g.err = errEarlierGroupFailed
 		} else {
-			g.err = g.sg.Persist(ctx)
+			g.err = s.persistGroup(ctx, g.sg)
 			if g.err != nil && s.keeper != nil {
 				stopped, stopRound = true, g.round
 			}
 		}
 		if g.err != nil {
-			if err := g.sg.Discard(ctx); err != nil {
+			if err := s.discardGroup(ctx, g.sg); err != nil {
 				s.log.Warn("discarding a group whose persist failed", "err", err)
 			}
 		} else {
@@ -81,7 +81,7 @@ func (s *sinkRunner) seal(ctx context.Context) {
 		g = &sealedGroup{}
 	}
 	g.kept = s.givePositions(s.entries, g.kept)
-	sg, err := s.sealer.Seal(ctx)
+	sg, err := s.sinkSeal(ctx)
 	if err != nil {
 		s.reuse(g)
 		s.recover(ctx, nil, err)

@@ -103,6 +103,9 @@ type sinkRunner struct {
 
 	health    sinkHealth
 	mFailures prometheus.Gauge
+	// call is the connector call the sink goroutine is in, pcall the
+	// persister's (sinkcall.go).
+	call, pcall callWatch
 
 	caughtUpAt time.Time  // the last flush because a source caught up
 	caughtSeen [][]uint64 // by source, then worker: the last caught-up request seen (caughtup.go)
@@ -265,7 +268,7 @@ func (s *sinkRunner) room(recs []record.Record) int {
 // write hands recs to the sink, resolving a record it rejects alone.
 func (s *sinkRunner) write(ctx context.Context, recs []record.Record) {
 	for len(recs) > 0 {
-		err := s.spec.Sink.Write(ctx, recs)
+		err := s.sinkWrite(ctx, recs)
 		if err == nil {
 			s.add(recs)
 			return
@@ -319,7 +322,7 @@ func (s *sinkRunner) flush(ctx context.Context) {
 	start := time.Now()
 	fill, n, bytes := s.size.sealed(start), len(s.group), s.groupBytes
 	s.kept = s.givePositions(s.entries, s.kept)
-	if err := s.spec.Sink.Flush(ctx); err != nil {
+	if err := s.sinkFlush(ctx); err != nil {
 		s.retry(ctx, err)
 		return
 	}

@@ -58,7 +58,7 @@ func (s *sourceRunner) stalls(dst []Stall, states []checkpoint.PartitionState) [
 			}
 		}
 		for _, k := range s.reachable() {
-			if f, failing := s.rt.sinks[k].health.failure(s.rt.sinks[k].spec.Name, now); failing {
+			if f, failing := s.rt.sinks[k].failure(now); failing {
 				st.FailingSinks = append(st.FailingSinks, f)
 			}
 		}
@@ -331,6 +331,9 @@ func (rt *runtime) watch(stop <-chan struct{}) {
 		now := rt.now()
 		for _, sk := range rt.sinks {
 			if d := sk.watchHealth(now, warn); d > 0 {
+				next = min(next, d)
+			}
+			if d := sk.watchCall(now, warn); d > 0 {
 				next = min(next, d)
 			}
 		}

@@ -32,6 +32,10 @@ func Explain(p PartitionStatus, age time.Duration, failing []SinkFailure) string
 			fmt.Fprintf(&b, " Sink %s gave up after %d failures: %s.", f.Sink, f.Failures, f.Error)
 			continue
 		}
+		if f.Waiting {
+			fmt.Fprintf(&b, " Sink %s waits: %s.", f.Sink, f.Error)
+			continue
+		}
 		fmt.Fprintf(&b, " Sink %s has been failing for %s (%d attempts): %s.", f.Sink, roundDur(time.Duration(f.FailingForMillis)*time.Millisecond), f.Failures, f.Error)
 	}
 	switch {

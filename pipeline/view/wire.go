@@ -188,6 +188,10 @@ type SinkFailure struct {
 	Failures         int    `json:"consecutive_failures"`
 	FailingForMillis int64  `json:"failing_for_ms"`
 	GaveUp           bool   `json:"gave_up,omitempty"`
+	// Waiting is a sink that has not failed but is in a call of its
+	// connector that has not returned for stall_warning: Error says which,
+	// and for how long.
+	Waiting bool `json:"waiting,omitempty"`
 }
 
 // SourceFailure is a failure a source is waiting out.
