@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -366,9 +367,12 @@ func TestRevokeDuringGracefulStopCommitsFirst(t *testing.T) {
 	src := &parkedSource{}
 	sp := fastSpec(src, pipeline.SinkSpec{Name: "out", Inputs: []string{"gen"}, Sink: gs})
 	sp.Checkpoint.DrainTimeout = 30 * time.Second
+	sp.Metrics.Address = "127.0.0.1:0"
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- pipeline.Run(ctx, sp, quiet) }()
+	addr := make(chan string, 1)
+	go func() { done <- pipeline.Run(ctx, sp, quiet, pipeline.WithListening(func(a string) { addr <- a })) }()
+	base := "http://" + <-addr
 	deadline := time.Now().Add(10 * time.Second)
 	for func() bool { src.mu.Lock(); defer src.mu.Unlock(); return src.next < 30 }() {
 		if time.Now().After(deadline) {
@@ -388,6 +392,22 @@ func TestRevokeDuringGracefulStopCommitsFirst(t *testing.T) {
 		err := h.Revoke(context.Background(), id)
 		revoked <- result{err, src.last()}
 	}()
+	// The stop must come while the revoke is in progress: once its event
+	// shows (a revoke that comes after the stop is another case).
+	for revoking := false; !revoking; {
+		_, body := httpGet(t, base+"/api/v1/status")
+		var st pipeline.Status
+		if err := json.Unmarshal([]byte(body), &st); err != nil {
+			t.Fatalf("status: %v: %s", err, body)
+		}
+		for _, e := range st.Events {
+			revoking = revoking || e.Kind == pipeline.EventRevoking
+		}
+		if !revoking && time.Now().After(deadline.Add(20*time.Second)) {
+			t.Fatalf("no revoking event: %s", body)
+		}
+		time.Sleep(time.Millisecond) // polling an external view
+	}
 	cancel()       // the graceful stop, while the revoke waits for the sink
 	close(gs.open) // the sink writes what is in flight
 	r := <-revoked
