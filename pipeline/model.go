@@ -227,7 +227,7 @@ func (rt *runtime) sinkNode(s *sinkRunner) view.StatusNode {
 		n.Since = &since
 	}
 	n.Failures, n.Error = failures, lastErr
-	if c, _, ok := s.hungCall(rt.now(), warn); ok && failures == 0 && !gaveUp {
+	if c, ok := s.hungCall(rt.now(), warn); ok && failures == 0 && !gaveUp {
 		n.State, n.Since, n.Error = "failing", &c.since, c.message(rt.now())
 	}
 	return n

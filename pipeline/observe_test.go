@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +34,28 @@ func httpGet(t testing.TB, url string) (int, string) {
 		t.Errorf("GET %s: %v", url, err)
 	}
 	return resp.StatusCode, string(b)
+}
+
+// waitReason polls /readyz at base until it answers 503 with a reason that
+// match accepts, for up to 30 s, and returns the body; want says what is
+// waited for, in the failure.
+func waitReason(t testing.TB, base, want string, match func(pipeline.Reason) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body := httpGet(t, base+"/readyz")
+		var ready pipeline.Readiness
+		if err := json.Unmarshal([]byte(body), &ready); err != nil {
+			t.Fatalf("/readyz: %v: %s", err, body)
+		}
+		if code == 503 && slices.ContainsFunc(ready.Reasons, match) {
+			return body
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz %d %s: want 503 naming %s", code, body, want)
+		}
+		time.Sleep(20 * time.Millisecond) // polling an external view
+	}
 }
 
 var seriesRE = regexp.MustCompile(`^(\w+)(?:\{(.*)\})? (\S+)$`)

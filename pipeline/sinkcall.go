@@ -128,15 +128,15 @@ func (s *sinkRunner) discardGroup(ctx context.Context, sg connector.SealedGroup)
 
 // hungCall returns the oldest call of the sink's goroutines that has lasted
 // warn or more.
-func (s *sinkRunner) hungCall(now time.Time, warn time.Duration) (sinkCall, *callWatch, bool) {
+func (s *sinkRunner) hungCall(now time.Time, warn time.Duration) (sinkCall, bool) {
 	var out sinkCall
-	var w *callWatch
+	found := false
 	for _, cw := range []*callWatch{&s.call, &s.pcall} {
-		if c, ok := cw.load(); ok && now.Sub(c.since) >= warn && (w == nil || c.since.Before(out.since)) {
-			out, w = c, cw
+		if c, ok := cw.load(); ok && now.Sub(c.since) >= warn && (!found || c.since.Before(out.since)) {
+			out, found = c, true
 		}
 	}
-	return out, w, w != nil
+	return out, found
 }
 
 // failure returns the sink's failure: its health's when it is failing,
@@ -146,7 +146,7 @@ func (s *sinkRunner) failure(now time.Time) (SinkFailure, bool) {
 	if f, ok := s.health.failure(s.spec.Name, now); ok {
 		return f, true
 	}
-	if c, _, ok := s.hungCall(now, s.rt.g.spec.Checkpoint.StallWarning); ok {
+	if c, ok := s.hungCall(now, s.rt.g.spec.Checkpoint.StallWarning); ok {
 		return SinkFailure{Sink: s.spec.Name, Error: c.message(now), FailingForMillis: now.Sub(c.since).Milliseconds(), Waiting: true}, true
 	}
 	return SinkFailure{}, false

@@ -63,31 +63,15 @@ func TestHungSinkCallIsVisible(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no flush within 30s")
 	}
-	for {
-		code, body := httpGet(t, base+"/readyz")
-		var ready pipeline.Readiness
-		if err := json.Unmarshal([]byte(body), &ready); err != nil {
-			t.Fatalf("/readyz: %v: %s", err, body)
-		}
-		found := false
-		for _, r := range ready.Reasons {
-			found = found || (r.Kind == "sink" && r.Sink == "out" && strings.Contains(r.Message, "its flush has not returned for"))
-		}
-		if code == 503 && found {
-			t.Logf("/readyz 503 %v after the flush began (stall_warning %v): %s", time.Since(t0).Round(time.Millisecond), warn, body)
-			break
-		}
-		if time.Since(t0) > 30*time.Second {
-			t.Fatalf("/readyz %d %s: want 503 naming the sink's flush", code, body)
-		}
-		time.Sleep(20 * time.Millisecond) // polling an external view
-	}
+	body := waitReason(t, base, "the sink's flush", func(r pipeline.Reason) bool {
+		return r.Kind == "sink" && r.Sink == "out" && strings.Contains(r.Message, "its flush has not returned for")
+	})
+	t.Logf("/readyz 503 %v after the flush began (stall_warning %v): %s", time.Since(t0).Round(time.Millisecond), warn, body)
 	if d := time.Since(t0); d < warn-100*time.Millisecond {
 		t.Errorf("/readyz named the flush after %v, before stall_warning %v", d, warn)
 	}
 	// /debug/stalls lists the partitions as of the last refresh (every
 	// stall_warning/2): the call shows there by the next one.
-	var body string
 	for named := false; !named; {
 		_, body = httpGet(t, base+"/debug/stalls")
 		var stalls []pipeline.Stall

@@ -3,7 +3,6 @@ package pipeline_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -465,25 +464,9 @@ func TestStoredPositionsFailingIsVisible(t *testing.T) {
 		done <- pipeline.Run(context.Background(), sp, quiet, pipeline.WithListening(func(a string) { addr <- a }))
 	}()
 	base := "http://" + <-addr
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		code, body := httpGet(t, base+"/readyz")
-		var ready pipeline.Readiness
-		if err := json.Unmarshal([]byte(body), &ready); err != nil {
-			t.Fatalf("/readyz: %v: %s", err, body)
-		}
-		found := false
-		for _, r := range ready.Reasons {
-			found = found || (r.Kind == "sink" && r.Sink == "db" && strings.Contains(r.Message, "test database: unreachable"))
-		}
-		if code == 503 && found {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz %d %s: want 503 naming the sink whose stored positions cannot be read", code, body)
-		}
-		time.Sleep(20 * time.Millisecond) // polling an external view
-	}
+	waitReason(t, base, "the sink whose stored positions cannot be read", func(r pipeline.Reason) bool {
+		return r.Kind == "sink" && r.Sink == "db" && strings.Contains(r.Message, "test database: unreachable")
+	})
 	db.mu.Lock()
 	held := len(db.rows)
 	db.mu.Unlock()

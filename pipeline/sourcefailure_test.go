@@ -62,25 +62,9 @@ func TestFailingSourceIsVisible(t *testing.T) {
 		done <- pipeline.Run(ctx, sp, pipeline.WithLogger(slog.New(slog.DiscardHandler)), pipeline.WithListening(func(a string) { addr <- a }))
 	}()
 	base := "http://" + <-addr
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		code, body := httpGet(t, base+"/readyz")
-		var ready pipeline.Readiness
-		if err := json.Unmarshal([]byte(body), &ready); err != nil {
-			t.Fatalf("/readyz: %v: %s", err, body)
-		}
-		found := false
-		for _, r := range ready.Reasons {
-			found = found || (r.Kind == "source" && r.Source == "objects" && strings.Contains(r.Message, "connection refused") && strings.Contains(r.Message, "7 attempts"))
-		}
-		if code == 503 && found {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz %d %s: want 503 naming the failing source", code, body)
-		}
-		time.Sleep(20 * time.Millisecond) // polling an external view
-	}
+	waitReason(t, base, "the failing source", func(r pipeline.Reason) bool {
+		return r.Kind == "source" && r.Source == "objects" && strings.Contains(r.Message, "connection refused") && strings.Contains(r.Message, "7 attempts")
+	})
 	_, body := httpGet(t, base+"/debug/stalls")
 	var stalls []pipeline.Stall
 	if err := json.Unmarshal([]byte(body), &stalls); err != nil || len(stalls) != 1 || stalls[0].Source != "objects" || stalls[0].Status != "source_failing" {

@@ -114,11 +114,16 @@ func (p *Proxy) Down() {
 		return
 	}
 	p.down = true
+	p.hangUp()
+	p.mu.Unlock()
+}
+
+// hangUp stops listening and closes every connection; p.mu is held.
+func (p *Proxy) hangUp() {
 	_ = p.ln.Close()
 	for c := range p.conns {
 		_ = c.Close()
 	}
-	p.mu.Unlock()
 }
 
 // Up listens again on the proxy's address after Down.
@@ -147,10 +152,7 @@ func (p *Proxy) Close() {
 		return
 	}
 	p.closed = true
-	_ = p.ln.Close()
-	for c := range p.conns {
-		_ = c.Close()
-	}
+	p.hangUp()
 	if p.frozen {
 		p.frozen = false
 		close(p.thawed)
