@@ -15,6 +15,9 @@ import (
 	"github.com/weir-etl/weir/source/file"
 )
 
+// The runtime shows what the source waits out by itself (Source.Failing).
+var _ pipeline.FailureReporter = (*file.Source)(nil)
+
 // Guarantee: in a pipeline, a file source in mode tail that read its files
 // to their end has the sinks flush at once, not at their max_age (an hour
 // here): what was in the files is durable without waiting, although the

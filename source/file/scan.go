@@ -441,20 +441,10 @@ func (s *Source) scan(ctx context.Context, saved map[fileKey]entry) error {
 			w.old.paused = true // its file now holds other bytes: wait
 		}
 		s.mu.Unlock()
-		if s.storeFailing.IsZero() {
-			s.storeFailing = sc.start
-		}
-		if sc.start.Sub(s.storeWarned) >= time.Minute {
-			s.storeWarned = sc.start
-			s.log.Warn("source/file: cannot record files in the state store; new, rotated and truncated files wait until it can (retrying every poll_interval)",
-				"error", err, "failing_since", s.storeFailing)
-		}
+		s.storeFailed(sc.start, err)
 		return nil
 	}
-	if !s.storeFailing.IsZero() {
-		s.log.Info("source/file: the state store records files again", "failed_for", sc.start.Sub(s.storeFailing).Round(time.Millisecond))
-		s.storeFailing, s.storeWarned = time.Time{}, time.Time{}
-	}
+	s.storeWorks(sc.start)
 	for _, u := range sc.unread {
 		s.reportUnread(u)
 	}
@@ -576,24 +566,52 @@ func (s *Source) tryName(f *file) error {
 	return nil
 }
 
+// storeFailed notes that the state store refused to record files at now:
+// they wait. Logged once a minute at most. Polling goroutine.
+func (s *Source) storeFailed(now time.Time, err error) {
+	s.mu.Lock()
+	f := s.storeFail.fail(now, err)
+	s.mu.Unlock()
+	if now.Sub(s.storeWarned) >= time.Minute {
+		s.storeWarned = now
+		s.log.Warn("source/file: cannot record files in the state store; new, rotated and truncated files wait until it can (retrying every poll_interval)",
+			"error", err, "attempts", f.attempts, "failing_since", f.since)
+	}
+}
+
+// storeWorks notes that the state store recorded files at now. Polling
+// goroutine.
+func (s *Source) storeWorks(now time.Time) {
+	s.mu.Lock()
+	f := s.storeFail.end()
+	s.mu.Unlock()
+	if f.attempts > 0 {
+		s.log.Info("source/file: the state store records files again", "failed_for", now.Sub(f.since).Round(time.Millisecond), "attempts", f.attempts)
+		s.storeWarned = time.Time{}
+	}
+}
+
 // nameWaiting names the files that were not named when found, once their
 // identity prefix is there, records the names in the state store and
 // assigns their partitions. A store that cannot record them leaves them
 // waiting (unnamed, unread) for the next try. Polling goroutine.
 func (s *Source) nameWaiting() {
-	if len(s.waiting) == 0 {
+	// nameFail is written by this goroutine alone: read here without mu.
+	if len(s.waiting) == 0 && s.nameFail.attempts == 0 {
 		return
 	}
 	var named []*file
 	var change stateChange
+	var unreadable error
+	now := time.Now()
 	s.mu.Lock()
 	left := s.waiting[:0]
 	for _, f := range s.waiting {
 		if s.byKey[f.key] != f || f.name != "" {
 			continue // let go, or replaced
 		}
-		if err := s.tryName(f); err != nil {
-			s.log.Warn("source/file: cannot read the first bytes of a file to name it; trying again", "path", f.path, "error", err)
+		if err := s.tryName(f); err != nil && unreadable == nil {
+			unreadable = err
 		}
 		if f.name == "" {
 			left = append(left, f)
@@ -603,7 +621,22 @@ func (s *Source) nameWaiting() {
 		change.put = append(change.put, keyed{k: f.key, e: f.entry(f.committed)})
 	}
 	s.waiting = left
+	// Logged when it begins and then at doubling counts: once a scan would
+	// flood the log with a file that stays unreadable.
+	var failed, ended waitFailure
+	if unreadable != nil {
+		failed = s.nameFail.fail(now, unreadable)
+	} else {
+		ended = s.nameFail.end()
+	}
 	s.mu.Unlock()
+	if n := failed.attempts; n&(n-1) == 0 && n > 0 {
+		s.log.Warn("source/file: cannot read the first bytes of a file to name it; it waits unread and is tried again at every read",
+			"error", unreadable, "attempts", n, "failing_since", failed.since)
+	}
+	if ended.attempts > 0 {
+		s.log.Info("source/file: every file waiting to be named could be read again", "failed_for", now.Sub(ended.since).Round(time.Millisecond))
+	}
 	if len(named) == 0 {
 		return
 	}
@@ -614,9 +647,10 @@ func (s *Source) nameWaiting() {
 		}
 		s.waiting = append(s.waiting, named...)
 		s.mu.Unlock()
-		s.log.Warn("source/file: cannot record new files' names in the state store; they wait", "error", err)
+		s.storeFailed(now, err)
 		return
 	}
+	s.storeWorks(now)
 	for _, f := range named {
 		s.assign(f)
 	}

@@ -88,13 +88,16 @@ type Source struct {
 	// existed under paths then is in the state store. It is stored with every
 	// change of the store (see scannedKey).
 	scanned time.Time
+	// storeFail and nameFail are what the polling goroutine waits out by
+	// itself (see Failing): the state store refusing to record files, and
+	// files whose first bytes cannot be read to name them.
+	storeFail, nameFail waitFailure
 
 	// Used by the polling goroutine only.
-	lastScan     time.Time       // start of the last scan, for poll_interval
-	history      time.Time       // on a first start, its time: rotated files older are not read
-	storeFailing time.Time       // when scans began to fail to write the state store
-	storeWarned  time.Time       // when that was last logged
-	oddWarned    map[string]bool // paths matched that are not regular files, reported
+	lastScan    time.Time       // start of the last scan, for poll_interval
+	history     time.Time       // on a first start, its time: rotated files older are not read
+	storeWarned time.Time       // when the state store's failure was last logged
+	oddWarned   map[string]bool // paths matched that are not regular files, reported
 	// unseenReported are the rotated files outside rotated reported by
 	// noticeUnseen.
 	unseenReported map[fileKey]bool

@@ -88,10 +88,19 @@ func TestStateFaults(t *testing.T) {
 	if n := strings.Count(h.host.log.String(), "cannot record files in the state store"); n != 1 || h.count() == 103 {
 		t.Fatalf("%d warnings that new files wait, %d lines read: want one warning, and the new files waiting\n%s", n, h.count(), h.host.log)
 	}
+	// Nothing is in flight, so no partition stalls: the source itself
+	// reports the failure, for /readyz, /debug/stalls and the status.
+	since, attempts, failing := h.src.Failing()
+	if since.IsZero() || attempts < 2 || failing == nil || !errors.Is(failing, syscall.ENOSPC) || !strings.Contains(failing.Error(), "new, rotated and truncated files wait") {
+		t.Fatalf("Failing() while new files wait on a full disk = %v, %d, %v; want since when, the attempts and ENOSPC", since, attempts, failing)
+	}
 	must(t, os.Remove(filler))
 	h.pollUntil("the new files", func() bool { return h.count() == 103 })
 	if !strings.Contains(h.host.log.String(), "records files again") {
 		t.Fatalf("no word that the state store works again:\n%s", h.host.log)
+	}
+	if since, _, err := h.src.Failing(); !since.IsZero() || err != nil {
+		t.Fatalf("Failing() once the store records files again = %v, %v; want no failure", since, err)
 	}
 	h.commitAll()
 
@@ -130,5 +139,50 @@ func TestStateFaults(t *testing.T) {
 	resize("2m") // the grown entries need more than the whole disk had
 	if err := h.src.Commit(context.Background(), all); err != nil {
 		t.Fatalf("commit with space again: %v", err)
+	}
+}
+
+// A file whose first bytes cannot be read waits unnamed and unread: the
+// source reports it as failing (pipeline.FailureReporter) until it can be
+// read, and logs it when it begins and then at doubling counts, not at
+// every read.
+func TestUnreadableFileIsFailing(t *testing.T) {
+	in := t.TempDir()
+	write(t, filepath.Join(in, "a.log"), "1\n")
+	write(t, filepath.Join(in, "b.log"), "") // too short to name: it waits
+	cfg := testConfig(in, func(c *Config) { c.Mode = "tail" })
+	h := open(t, cfg)
+	h.pollUntil("a.log's line", func() bool { return h.count() == 1 })
+	h.src.mu.Lock()
+	if len(h.src.waiting) != 1 {
+		h.src.mu.Unlock()
+		t.Fatalf("%d files wait to be named, want b.log", len(h.src.waiting))
+	}
+	b := h.src.waiting[0]
+	must(t, b.fd.Close()) // its reads fail from now on, as on a failing disk
+	h.src.mu.Unlock()
+	for range 100 {
+		h.pollFor(time.Millisecond)
+	}
+	since, attempts, err := h.src.Failing()
+	if since.IsZero() || attempts < 100 || err == nil || !strings.Contains(err.Error(), b.path) || !strings.Contains(err.Error(), "first bytes") {
+		t.Fatalf("Failing() with b.log unreadable = %v, %d, %v; want since when, every attempt and an error naming the file", since, attempts, err)
+	}
+	if n := strings.Count(h.host.log.String(), "cannot read the first bytes"); n < 2 || n > 12 {
+		t.Fatalf("%d warnings for %d failed attempts: want one when it began and one at each doubling\n%s", n, attempts, h.host.log)
+	}
+	// Readable again (a disk that answers again), with a line to name it by.
+	h.src.mu.Lock()
+	fd, err := os.Open(b.path)
+	must(t, err)
+	b.fd, b.lr.src = fd, fd
+	h.src.mu.Unlock()
+	appendTo(t, b.path, "2\n")
+	h.pollUntil("b.log's line, and the failure over", func() bool {
+		since, _, err := h.src.Failing()
+		return h.count() == 2 && since.IsZero() && err == nil
+	})
+	if !strings.Contains(h.host.log.String(), "could be read again") {
+		t.Fatalf("no word that the failure ended:\n%s", h.host.log)
 	}
 }

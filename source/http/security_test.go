@@ -385,3 +385,23 @@ func TestSecretsAndAddresses(t *testing.T) {
 		t.Errorf("a public address with auth.none: %v", err)
 	}
 }
+
+// Guarantee: a server that stops serving while the source runs (its listener
+// failed) fails the next Poll, which fails the run, instead of a source that
+// looks healthy while it refuses every client.
+func TestServingStoppedFailsPoll(t *testing.T) {
+	r := openSource(t, httpsrc.NewConfig(), false)
+	if err := httpsrc.FailListener(r.s); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var b connector.Batch
+	err := r.s.Poll(ctx, &b)
+	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "stopped taking requests") || !strings.Contains(err.Error(), r.s.Addr()) {
+		t.Fatalf("Poll after the listener failed: %v; want an error naming the address and that no request is taken", err)
+	}
+	if !strings.Contains(r.h.logged(), "serving stopped") {
+		t.Errorf("nothing logged:\n%s", r.h.logged())
+	}
+}

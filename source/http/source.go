@@ -45,10 +45,13 @@ type Source struct {
 	ln          net.Listener
 	addr        atomic.Pointer[string] // the listener's address, once listening
 	served      chan struct{}          // closed when Serve returned
-	stopWatch   func() bool            // stops the watch of Open's context
-	certs       *certReloader
-	keep        map[string]bool // canonical names of headers kept; nil keeps none
-	keepAll     bool
+	// serveErr is why Serve returned while the source was not closing
+	// (its listener failed): nothing is taken any more, so Poll fails.
+	serveErr  atomic.Pointer[error]
+	stopWatch func() bool // stops the watch of Open's context
+	certs     *certReloader
+	keep      map[string]bool // canonical names of headers kept; nil keeps none
+	keepAll   bool
 
 	handlers sync.WaitGroup // handlers running
 
@@ -221,7 +224,12 @@ func (s *Source) Open(ctx context.Context, h connector.Host) error {
 			err = s.srv.Serve(ln)
 		}
 		if err != nil && !errors.Is(err, nethttp.ErrServerClosed) {
+			// No request is taken from now on: a source that looked healthy
+			// while it refused every client would hide the failure, so the
+			// next Poll fails the run (its exit code and summary say why).
 			s.log.Error("source/http: serving stopped", "err", err)
+			s.serveErr.Store(&err)
+			signal(s.ready)
 		}
 	}()
 	// Open's context ends when the run begins to stop: from then on nothing
@@ -259,6 +267,9 @@ func (s *Source) assign(route string) *part {
 // polled, up to batch_size, taking the partitions in turn.
 func (s *Source) Poll(ctx context.Context, b *connector.Batch) error {
 	for {
+		if err := s.serveErr.Load(); err != nil {
+			return fmt.Errorf("source/http: source %s: the server at %s stopped taking requests: %w", s.name, s.Addr(), *err)
+		}
 		s.mu.Lock()
 		if !s.stopping {
 			for i := range s.parts {
