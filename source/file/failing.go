@@ -7,7 +7,8 @@ import (
 
 // waitFailure is a failure the polling goroutine waits out by itself,
 // retrying at every scan: since when, how many attempts in a row, the last
-// error. The zero value is no failure. Guarded by Source.mu.
+// error. The zero value is no failure. Written by the polling goroutine
+// under Source.failMu.
 type waitFailure struct {
 	since    time.Time
 	attempts int
@@ -39,15 +40,17 @@ func (w *waitFailure) end() waitFailure {
 // /readyz, /debug/stalls and the status (pipeline.FailureReporter). Safe
 // for concurrent use.
 func (s *Source) Failing() (time.Time, int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	// Not mu: a read that hangs on a failing disk holds it, and /readyz
+	// must answer then.
+	s.failMu.Lock()
+	defer s.failMu.Unlock()
 	switch {
 	case s.storeFail.attempts > 0:
 		f := s.storeFail
-		return f.since, f.attempts, fmt.Errorf("source/file: source %s: new, rotated and truncated files wait until the state store records them: %w", s.name, f.err)
+		return f.since, f.attempts, fmt.Errorf("source %s: new, rotated and truncated files wait until the state store records them: %w", s.name, f.err)
 	case s.nameFail.attempts > 0:
 		f := s.nameFail
-		return f.since, f.attempts, fmt.Errorf("source/file: source %s: a file waits until its first bytes can be read: %w", s.name, f.err)
+		return f.since, f.attempts, fmt.Errorf("source %s: a file waits until its first bytes can be read: %w", s.name, f.err)
 	}
 	return time.Time{}, 0, nil
 }

@@ -569,12 +569,12 @@ func (s *Source) tryName(f *file) error {
 // storeFailed notes that the state store refused to record files at now:
 // they wait. Logged once a minute at most. Polling goroutine.
 func (s *Source) storeFailed(now time.Time, err error) {
-	s.mu.Lock()
+	s.failMu.Lock()
 	f := s.storeFail.fail(now, err)
-	s.mu.Unlock()
+	s.failMu.Unlock()
 	if now.Sub(s.storeWarned) >= time.Minute {
 		s.storeWarned = now
-		s.log.Warn("source/file: cannot record files in the state store; new, rotated and truncated files wait until it can (retrying every poll_interval)",
+		s.log.Warn("source/file: cannot record files in the state store; new, rotated and truncated files wait until it can (retrying)",
 			"error", err, "attempts", f.attempts, "failing_since", f.since)
 	}
 }
@@ -582,9 +582,9 @@ func (s *Source) storeFailed(now time.Time, err error) {
 // storeWorks notes that the state store recorded files at now. Polling
 // goroutine.
 func (s *Source) storeWorks(now time.Time) {
-	s.mu.Lock()
+	s.failMu.Lock()
 	f := s.storeFail.end()
-	s.mu.Unlock()
+	s.failMu.Unlock()
 	if f.attempts > 0 {
 		s.log.Info("source/file: the state store records files again", "failed_for", now.Sub(f.since).Round(time.Millisecond), "attempts", f.attempts)
 		s.storeWarned = time.Time{}
@@ -596,7 +596,7 @@ func (s *Source) storeWorks(now time.Time) {
 // assigns their partitions. A store that cannot record them leaves them
 // waiting (unnamed, unread) for the next try. Polling goroutine.
 func (s *Source) nameWaiting() {
-	// nameFail is written by this goroutine alone: read here without mu.
+	// nameFail is written by this goroutine alone: read here without failMu.
 	if len(s.waiting) == 0 && s.nameFail.attempts == 0 {
 		return
 	}
@@ -621,15 +621,17 @@ func (s *Source) nameWaiting() {
 		change.put = append(change.put, keyed{k: f.key, e: f.entry(f.committed)})
 	}
 	s.waiting = left
-	// Logged when it begins and then at doubling counts: once a scan would
+	s.mu.Unlock()
+	// Logged when it begins and then at doubling counts: once a read would
 	// flood the log with a file that stays unreadable.
 	var failed, ended waitFailure
+	s.failMu.Lock()
 	if unreadable != nil {
 		failed = s.nameFail.fail(now, unreadable)
 	} else {
 		ended = s.nameFail.end()
 	}
-	s.mu.Unlock()
+	s.failMu.Unlock()
 	if n := failed.attempts; n&(n-1) == 0 && n > 0 {
 		s.log.Warn("source/file: cannot read the first bytes of a file to name it; it waits unread and is tried again at every read",
 			"error", unreadable, "attempts", n, "failing_since", failed.since)

@@ -88,9 +88,12 @@ type Source struct {
 	// existed under paths then is in the state store. It is stored with every
 	// change of the store (see scannedKey).
 	scanned time.Time
+
 	// storeFail and nameFail are what the polling goroutine waits out by
 	// itself (see Failing): the state store refusing to record files, and
-	// files whose first bytes cannot be read to name them.
+	// files whose first bytes cannot be read to name them. failMu guards
+	// them; the polling goroutine, their only writer, reads them without.
+	failMu              sync.Mutex
 	storeFail, nameFail waitFailure
 
 	// Used by the polling goroutine only.

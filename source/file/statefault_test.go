@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,9 +169,22 @@ func TestUnreadableFileIsFailing(t *testing.T) {
 	if since.IsZero() || attempts < 100 || err == nil || !strings.Contains(err.Error(), b.path) || !strings.Contains(err.Error(), "first bytes") {
 		t.Fatalf("Failing() with b.log unreadable = %v, %d, %v; want since when, every attempt and an error naming the file", since, attempts, err)
 	}
-	if n := strings.Count(h.host.log.String(), "cannot read the first bytes"); n < 2 || n > 12 {
+	// One at attempt 1, 2, 4, 8...: Poll and the log are on this goroutine.
+	if n := strings.Count(h.host.log.String(), "cannot read the first bytes"); n != bits.Len(uint(attempts)) {
 		t.Fatalf("%d warnings for %d failed attempts: want one when it began and one at each doubling\n%s", n, attempts, h.host.log)
 	}
+	// A read that hangs on a failing disk holds mu: Failing answers anyway,
+	// since /readyz asks it then.
+	h.src.mu.Lock()
+	answered := make(chan struct{})
+	go func() { h.src.Failing(); close(answered) }()
+	select {
+	case <-answered:
+	case <-time.After(10 * time.Second):
+		t.Error("Failing waits while a read holds the source's lock")
+	}
+	h.src.mu.Unlock()
+	<-answered
 	// Readable again (a disk that answers again), with a line to name it by.
 	h.src.mu.Lock()
 	fd, err := os.Open(b.path)
